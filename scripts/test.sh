@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds (preset `dev`: ASan + UBSan, warnings as
+# errors), starts a throw-away PostgreSQL cluster and runs every test.
+# Extra arguments go to ctest:  scripts/test.sh -L postgres   scripts/test.sh -R signal
+# Environment: HARVEST_PRESET (default dev), HARVEST_TEST_JOBS (default 2).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$HARVEST_ROOT"
+
+scripts/setup.sh
+
+PRESET="${HARVEST_PRESET:-dev}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
+cmake --preset "$PRESET" >/dev/null
+cmake --build --preset "$PRESET"
+
+STATE="$(mktemp -d /tmp/harvest-test.XXXXXX)"
+chmod 755 "$STATE"
+PG_DIR="$STATE/pg"
+cleanup() {
+  stop_pg "$PG_DIR"
+  rm -rf "$STATE"
+}
+trap cleanup EXIT
+
+PG_PORT="$(free_port 55432)"
+start_pg "$PG_DIR" "$PG_PORT"
+export HARVEST_TEST_DATABASE_URL="postgresql://harvest@127.0.0.1:$PG_PORT/postgres"
+echo "test: PostgreSQL on 127.0.0.1:$PG_PORT"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
+ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" "$@"

@@ -1,0 +1,31 @@
+#include "common/error.hpp"
+
+#include <fmt/format.h>
+
+namespace harvest {
+
+std::string_view to_string(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kBadRequest:
+      return "bad_request";
+    case ErrorKind::kNotFound:
+      return "not_found";
+    case ErrorKind::kInvalidInput:
+      return "invalid_input";
+    case ErrorKind::kConflict:
+      return "conflict";
+    case ErrorKind::kTransient:
+      return "transient";
+    case ErrorKind::kConfig:
+      return "config";
+    case ErrorKind::kInternal:
+      return "internal";
+  }
+  return "unknown";
+}
+
+std::string Error::describe() const {
+  return fmt::format("{}: {}", to_string(kind), message);
+}
+
+}  // namespace harvest

@@ -1,0 +1,54 @@
+// Logging: spdlog, one named logger per harvest process. Tests capture
+// warnings through `LogCapture`.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace harvest::log {
+
+// The process-wide harvest logger (created on first use; level from
+// HARVEST_LOG_LEVEL, default "info").
+spdlog::logger& logger();
+
+template <typename... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+  logger().info(f, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  logger().warn(f, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+  logger().error(f, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void debug(fmt::format_string<Args...> f, Args&&... args) {
+  logger().debug(f, std::forward<Args>(args)...);
+}
+
+// Records every message logged at warn level or above while alive. Used by
+// tests that assert a warning or error was reported, by content.
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  [[nodiscard]] std::vector<std::string> messages() const;
+  // True when some captured message contains every one of `needles`.
+  [[nodiscard]] bool contains(std::initializer_list<std::string_view> needles) const;
+  [[nodiscard]] size_t count_containing(std::string_view needle) const;
+  void clear();
+
+ private:
+  struct Sink;
+  std::shared_ptr<Sink> sink_;
+};
+
+}  // namespace harvest::log

@@ -1,0 +1,639 @@
+#include "engine/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/ids.hpp"
+#include "common/log.hpp"
+#include "store/dev_cluster.hpp"
+
+harvest::store::MigrationSet harvest_migrations_engine();
+
+namespace harvest::engine {
+
+namespace {
+
+constexpr size_t kMaxKeyLength = 512;
+
+std::string env_or(const std::string& value, const char* env) {
+  if (!value.empty()) return value;
+  const char* v = std::getenv(env);
+  return v ? std::string(v) : std::string();
+}
+
+std::string seconds_param(std::chrono::seconds s) {
+  return std::to_string(s.count());
+}
+
+// Inserts the execution row and its WorkflowStarted event. Returns the id of
+// the new execution, or std::nullopt when the workflow_id already names one.
+Result<std::optional<std::string>> insert_execution(store::Connection& conn, const WorkflowDef& def,
+                                                    const std::optional<std::string>& workflow_id,
+                                                    const Json& input, std::string_view source,
+                                                    const std::optional<std::string>& source_ref) {
+  std::string id = new_uuid();
+  auto ins = conn.exec(
+      "INSERT INTO harvest_workflow_executions "
+      "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
+      "max_attempts) VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7) "
+      "ON CONFLICT (workflow_name, workflow_id) DO NOTHING RETURNING id",
+      {id, def.name, workflow_id, input.dump(), std::string(source), source_ref,
+       std::to_string(std::max(1, def.options.max_attempts))});
+  if (!ins) return fail(ins.error());
+  if (ins->empty()) return std::optional<std::string>{};
+  auto ev = conn.exec(
+      "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
+      "VALUES ($1, 'WorkflowStarted', $2, $3::jsonb)",
+      {id, def.name,
+       Json{{"input", input},
+            {"start_source", source},
+            {"start_source_ref", source_ref ? Json(*source_ref) : Json(nullptr)}}
+           .dump()});
+  if (!ev) return fail(ev.error());
+  return std::optional<std::string>{id};
+}
+
+Result<std::string> existing_execution(store::Connection& conn, const std::string& workflow,
+                                       const std::string& workflow_id) {
+  auto r = conn.exec(
+      "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2",
+      {workflow, workflow_id});
+  if (!r) return fail(r.error());
+  if (r->empty()) {
+    return fail(Error::transient_error(
+        fmt::format("execution {}/{} vanished during start; retry", workflow, workflow_id)));
+  }
+  return r->get(0, "id");
+}
+
+}  // namespace
+
+std::string_view to_string(StartSource source) {
+  switch (source) {
+    case StartSource::kApi:
+      return "api";
+    case StartSource::kClient:
+      return "client";
+    case StartSource::kBroker:
+      return "broker";
+    case StartSource::kChild:
+      return "child";
+  }
+  return "client";
+}
+
+std::string_view to_string(StartOutcomeKind kind) {
+  switch (kind) {
+    case StartOutcomeKind::kStarted:
+      return "started";
+    case StartOutcomeKind::kIdempotentReplay:
+      return "idempotent_replay";
+    case StartOutcomeKind::kDeferred:
+      return "deferred";
+  }
+  return "started";
+}
+
+std::optional<std::chrono::seconds> RetentionConfig::effective_max_age(
+    const std::string& workflow) const {
+  if (auto it = per_workflow.find(workflow); it != per_workflow.end()) return it->second;
+  return max_age;
+}
+
+store::MigrationSet engine_migrations() {
+  return harvest_migrations_engine();
+}
+
+Status check_caller_key(const std::optional<std::string>& key) {
+  if (key && std::string_view(*key).starts_with(kReservedKeyPrefix)) {
+    return fail(Error::bad_request(fmt::format(
+        "idempotency key '{}' uses the reserved prefix '{}', which only harvest's broker "
+        "connectors may write; choose another key",
+        *key, kReservedKeyPrefix)));
+  }
+  return {};
+}
+
+Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::string url,
+               DeploymentMode mode)
+    : config_(std::move(config)),
+      workflows_(std::move(workflows)),
+      url_(std::move(url)),
+      mode_(mode) {
+  if (!config_.metrics) config_.metrics = std::make_shared<metrics::NoopMetrics>();
+  pool_ = std::make_unique<store::Pool>(
+      store::PoolConfig{url_, config_.pool_size, config_.pool_acquire_timeout});
+}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegistry workflows,
+                                             std::vector<store::MigrationSet> plugin_migrations) {
+  config.profile = env_or(config.profile, "HARVEST_PROFILE");
+  config.harvest_database_url = env_or(config.harvest_database_url, "HARVEST_HARVEST_DATABASE_URL");
+  config.database_url = env_or(config.database_url, "HARVEST_DATABASE_URL");
+  const bool dev = config.profile == "dev";
+  std::string url;
+  DeploymentMode mode;
+  if (!config.harvest_database_url.empty()) {
+    url = config.harvest_database_url;
+    mode = DeploymentMode::kSplit;
+  } else if (!config.database_url.empty()) {
+    url = config.database_url;
+    mode = DeploymentMode::kEmbedded;
+  } else if (dev) {
+    auto dev_url = store::ensure_dev_cluster();
+    if (!dev_url) return fail(dev_url.error());
+    url = *dev_url;
+    mode = DeploymentMode::kDevCluster;
+  } else {
+    return fail(Error::config(
+        "no database configured: set HARVEST_DATABASE_URL (or HARVEST_HARVEST_DATABASE_URL for a "
+        "separate harvest database), or HARVEST_PROFILE=dev for a private local cluster"));
+  }
+
+  std::unique_ptr<Engine> engine(new Engine(std::move(config), std::move(workflows), url, mode));
+  std::vector<store::MigrationSet> sets{engine_migrations()};
+  for (auto& s : plugin_migrations) sets.push_back(std::move(s));
+  auto conn = engine->pool_->acquire();
+  if (!conn) return fail(conn.error());
+  if (dev) {
+    auto applied = store::apply_migrations(**conn, sets);
+    if (!applied) return fail(applied.error());
+  } else {
+    auto pending = store::pending_migrations(**conn, sets);
+    if (!pending) return fail(pending.error());
+    for (const auto& p : *pending) {
+      log::warn("pending migration {}: run `harvest migrate` before serving traffic", p.label());
+    }
+    engine->pending_at_open_ = *pending;
+  }
+  return engine;
+}
+
+std::vector<store::PendingMigration> Engine::pending_migrations_at_open() const {
+  return pending_at_open_;
+}
+
+void Engine::record_start(const std::string& workflow, const Result<StartOutcome>& r) {
+  std::string outcome =
+      r ? std::string(to_string(r->kind)) : (r.error().transient() ? "transient" : "rejected");
+  config_.metrics->increment(metrics::kEngineStarts,
+                             {{"workflow", workflow}, {"outcome", outcome}});
+}
+
+Result<StartOutcome> Engine::start(const StartRequest& request) {
+  if (auto ok = check_caller_key(request.idempotency_key); !ok) return fail(ok.error());
+  return start_checked(request);
+}
+
+Result<StartOutcome> Engine::start_derived(const StartRequest& request, DerivedKeyPass) {
+  return start_checked(request);
+}
+
+Result<StartOutcome> Engine::start_checked(const StartRequest& request) {
+  auto conn = pool_->acquire();
+  if (!conn) {
+    Result<StartOutcome> r = fail(conn.error());
+    record_start(request.workflow, r);
+    return r;
+  }
+  auto r = start_on(**conn, request, true);
+  record_start(request.workflow, r);
+  return r;
+}
+
+Result<StartOutcome> Engine::start_in_transaction(PGconn* raw, const StartRequest& request) {
+  if (auto ok = check_caller_key(request.idempotency_key); !ok) return fail(ok.error());
+  auto conn = store::Connection::borrow(raw);
+  if (!conn->in_transaction()) {
+    return fail(Error::bad_request(
+        "start_in_transaction needs a connection inside an open transaction (BEGIN first)"));
+  }
+  auto r = start_on(*conn, request, false);
+  record_start(request.workflow, r);
+  return r;
+}
+
+Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartRequest& req,
+                                      bool own_transaction) {
+  const WorkflowDef* def = workflows_.find(req.workflow);
+  if (!def) return fail(Error::not_found(fmt::format("unknown workflow '{}'", req.workflow)));
+  if (auto bad = def->validate_input(req.input)) {
+    return fail(Error::invalid_input(
+        fmt::format("input does not match workflow '{}': {}", req.workflow, *bad)));
+  }
+  if (req.idempotency_key) {
+    if (req.idempotency_key->empty() || req.idempotency_key->size() > kMaxKeyLength) {
+      return fail(Error::bad_request(
+          fmt::format("idempotency key must be 1..{} bytes long", kMaxKeyLength)));
+    }
+    if (def->options.throttle) {
+      return fail(Error::bad_request(fmt::format(
+          "workflow '{}' has a throttle admission policy, which defers starts and has no "
+          "execution id to return for an idempotency key; omit the key and use workflow_id "
+          "for deduplication",
+          req.workflow)));
+    }
+  }
+  if (req.workflow_id && req.workflow_id->empty()) {
+    return fail(Error::bad_request("workflow_id must not be empty"));
+  }
+
+  std::optional<store::Transaction> tx;
+  if (own_transaction) {
+    auto t = store::Transaction::begin(conn);
+    if (!t) return fail(t.error());
+    tx.emplace(std::move(*t));
+  }
+  auto finish = [&](StartOutcome outcome) -> Result<StartOutcome> {
+    if (tx) {
+      if (auto c = tx->commit(); !c) return fail(c.error());
+    }
+    return outcome;
+  };
+  const std::string source(to_string(req.source));
+
+  if (def->options.throttle) {
+    const auto& policy = *def->options.throttle;
+    if (req.workflow_id) {
+      auto found = conn.exec(
+          "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = "
+          "$2",
+          {def->name, req.workflow_id});
+      if (!found) return fail(found.error());
+      if (!found->empty()) {
+        return finish({StartOutcomeKind::kIdempotentReplay, found->get(0, "id")});
+      }
+    }
+    if (auto r = conn.exec("INSERT INTO harvest_admission_throttle VALUES ($1, now(), 0) "
+                           "ON CONFLICT (workflow_name) DO NOTHING",
+                           {def->name});
+        !r) {
+      return fail(r.error());
+    }
+    auto window = conn.exec(
+        "UPDATE harvest_admission_throttle SET "
+        "used = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() THEN 0 "
+        "ELSE used END, "
+        "window_started_at = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() "
+        "THEN now() ELSE window_started_at END "
+        "WHERE workflow_name = $1 RETURNING used, "
+        "EXISTS (SELECT 1 FROM harvest_deferred_starts d WHERE d.workflow_name = $1) AS queued",
+        {def->name, std::to_string(policy.period.count())});
+    if (!window) return fail(window.error());
+    const bool queued = window->get_bool(0, "queued");
+    if (!queued && window->get_int(0, "used") < policy.starts) {
+      auto id = insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref);
+      if (!id) return fail(id.error());
+      if (!*id) {
+        auto existing = existing_execution(conn, def->name, *req.workflow_id);
+        if (!existing) return fail(existing.error());
+        return finish({StartOutcomeKind::kIdempotentReplay, *existing});
+      }
+      if (auto r = conn.exec(
+              "UPDATE harvest_admission_throttle SET used = used + 1 WHERE workflow_name = $1",
+              {def->name});
+          !r) {
+        return fail(r.error());
+      }
+      return finish({StartOutcomeKind::kStarted, **id});
+    }
+    // Over the rate (or behind earlier deferred starts): queue it. A second
+    // deferral of the same workflow_id collapses into the queued one.
+    auto d = conn.exec(
+        "INSERT INTO harvest_deferred_starts "
+        "(workflow_name, workflow_id, input, start_source, start_source_ref) "
+        "VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT (workflow_name, workflow_id) DO NOTHING",
+        {def->name, req.workflow_id, req.input.dump(), source, req.source_ref});
+    if (!d) return fail(d.error());
+    return finish({StartOutcomeKind::kDeferred, std::nullopt});
+  }
+
+  std::string claimed_for;
+  if (req.idempotency_key) {
+    // Claim the key; an expired claim is taken over as if it never existed.
+    claimed_for = new_uuid();
+    auto claim = conn.exec(
+        "INSERT INTO harvest_start_idempotency "
+        "(workflow_name, idempotency_key, execution_id, expires_at) "
+        "VALUES ($1, $2, $3, now() + $4 * interval '1 second') "
+        "ON CONFLICT (workflow_name, idempotency_key) DO UPDATE SET "
+        "execution_id = EXCLUDED.execution_id, expires_at = EXCLUDED.expires_at, created_at = "
+        "now() "
+        "WHERE harvest_start_idempotency.expires_at <= now() RETURNING execution_id",
+        {def->name, req.idempotency_key, claimed_for,
+         seconds_param(config_.start_idempotency_window)});
+    if (!claim) return fail(claim.error());
+    if (claim->empty()) {
+      auto owner = conn.exec(
+          "SELECT execution_id FROM harvest_start_idempotency "
+          "WHERE workflow_name = $1 AND idempotency_key = $2",
+          {def->name, req.idempotency_key});
+      if (!owner) return fail(owner.error());
+      if (owner->empty()) {
+        return fail(Error::transient_error("idempotency claim vanished during start; retry"));
+      }
+      return finish({StartOutcomeKind::kIdempotentReplay, owner->get(0, "execution_id")});
+    }
+  }
+  auto id = insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref);
+  if (!id) return fail(id.error());
+  std::string execution_id;
+  StartOutcomeKind kind = StartOutcomeKind::kStarted;
+  if (*id) {
+    execution_id = **id;
+  } else {
+    auto existing = existing_execution(conn, def->name, *req.workflow_id);
+    if (!existing) return fail(existing.error());
+    execution_id = *existing;
+    kind = StartOutcomeKind::kIdempotentReplay;
+  }
+  if (req.idempotency_key) {
+    auto point = conn.exec(
+        "UPDATE harvest_start_idempotency SET execution_id = $3 "
+        "WHERE workflow_name = $1 AND idempotency_key = $2",
+        {def->name, req.idempotency_key, execution_id});
+    if (!point) return fail(point.error());
+  }
+  return finish({kind, execution_id});
+}
+
+Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
+  if (auto ok = check_caller_key(req.idempotency_key); !ok) return fail(ok.error());
+  if (req.name.empty()) return fail(Error::bad_request("signal name must not be empty"));
+  auto conn = pool_->acquire();
+  if (!conn) return fail(conn.error());
+  auto tx = store::Transaction::begin(**conn);
+  if (!tx) return fail(tx.error());
+  Result<store::PgResult> target = [&]() -> Result<store::PgResult> {
+    if (req.target.execution_id) {
+      return (*conn)->exec(
+          "SELECT id, status FROM harvest_workflow_executions WHERE id::text = $1 "
+          "FOR NO KEY UPDATE",
+          {req.target.execution_id});
+    }
+    if (req.target.workflow && req.target.workflow_id) {
+      return (*conn)->exec(
+          "SELECT id, status FROM harvest_workflow_executions "
+          "WHERE workflow_name = $1 AND workflow_id = $2 FOR NO KEY UPDATE",
+          {req.target.workflow, req.target.workflow_id});
+    }
+    return fail(Error::bad_request(
+        "signal target needs an execution id, or a workflow name and workflow_id"));
+  }();
+  if (!target) return fail(target.error());
+  if (target->empty()) return fail(Error::not_found("no such execution for signal"));
+  std::string id = target->get(0, "id");
+  std::string status = target->get(0, "status");
+  if (status == "completed" || status == "failed") {
+    return fail(
+        Error::conflict(fmt::format("execution {} is {}; it accepts no more signals", id, status)));
+  }
+  auto ins = (*conn)->exec(
+      "INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key) "
+      "VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT (execution_id, idempotency_key) DO NOTHING "
+      "RETURNING id",
+      {id, req.name, req.payload.dump(), req.idempotency_key});
+  if (!ins) return fail(ins.error());
+  if (ins->empty()) {
+    if (auto c = tx->commit(); !c) return fail(c.error());
+    return SignalOutcome{SignalOutcomeKind::kDuplicate, id};
+  }
+  auto wake = (*conn)->exec(
+      "UPDATE harvest_workflow_executions SET signal_seq = signal_seq + 1, "
+      "run_after = CASE WHEN status = 'waiting' THEN now() ELSE run_after END WHERE id = $1",
+      {id});
+  if (!wake) return fail(wake.error());
+  if (auto c = tx->commit(); !c) return fail(c.error());
+  return SignalOutcome{SignalOutcomeKind::kDelivered, id};
+}
+
+Result<SignalWithStartOutcome> Engine::signal_with_start(const SignalWithStartRequest& req) {
+  if (auto ok = check_caller_key(req.idempotency_key); !ok) return fail(ok.error());
+  return signal_with_start_checked(req);
+}
+
+Result<SignalWithStartOutcome> Engine::signal_with_start_derived(const SignalWithStartRequest& req,
+                                                                 DerivedKeyPass) {
+  return signal_with_start_checked(req);
+}
+
+Result<SignalWithStartOutcome> Engine::signal_with_start_checked(
+    const SignalWithStartRequest& req) {
+  const WorkflowDef* def = workflows_.find(req.workflow);
+  if (!def) return fail(Error::not_found(fmt::format("unknown workflow '{}'", req.workflow)));
+  if (req.workflow_id.empty()) {
+    return fail(Error::bad_request("signal-with-start needs a workflow_id"));
+  }
+  if (req.signal.empty()) return fail(Error::bad_request("signal name must not be empty"));
+  if (auto bad = def->validate_input(req.start_input)) {
+    return fail(Error::invalid_input(
+        fmt::format("start input does not match workflow '{}': {}", req.workflow, *bad)));
+  }
+  auto conn = pool_->acquire();
+  if (!conn) return fail(conn.error());
+  auto tx = store::Transaction::begin(**conn);
+  if (!tx) return fail(tx.error());
+  SignalWithStartOutcome out;
+  // Creating the row (or waiting on a concurrent creator's unique-index entry,
+  // then locking the row) serialises every signal writer of this execution, so
+  // signal ids are assigned in commit order.
+  auto created = insert_execution(**conn, *def, req.workflow_id, req.start_input,
+                                  to_string(req.source), req.source_ref);
+  if (!created) return fail(created.error());
+  if (*created) {
+    out.execution_id = **created;
+    out.started = true;
+  } else {
+    auto row = (*conn)->exec(
+        "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2 "
+        "FOR NO KEY UPDATE",
+        {def->name, req.workflow_id});
+    if (!row) return fail(row.error());
+    if (row->empty()) return fail(Error::transient_error("execution vanished; retry"));
+    out.execution_id = row->get(0, "id");
+  }
+  auto ins = (*conn)->exec(
+      "INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key) "
+      "VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT (execution_id, idempotency_key) DO NOTHING "
+      "RETURNING id",
+      {out.execution_id, req.signal, req.payload.dump(), req.idempotency_key});
+  if (!ins) return fail(ins.error());
+  out.duplicate_signal = ins->empty();
+  if (!out.duplicate_signal) {
+    auto wake = (*conn)->exec(
+        "UPDATE harvest_workflow_executions SET signal_seq = signal_seq + 1, "
+        "run_after = CASE WHEN status = 'waiting' THEN now() ELSE run_after END WHERE id = $1",
+        {out.execution_id});
+    if (!wake) return fail(wake.error());
+  }
+  if (auto c = tx->commit(); !c) return fail(c.error());
+  if (out.started) {
+    config_.metrics->increment(metrics::kEngineStarts,
+                               {{"workflow", def->name}, {"outcome", "started"}});
+  }
+  return out;
+}
+
+Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
+  auto conn = pool_->acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(
+      "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
+      "output, "
+      "error, start_source, start_source_ref, attempt FROM harvest_workflow_executions "
+      "WHERE id::text = $1",
+      {execution_id});
+  if (!r) return fail(r.error());
+  if (r->empty()) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
+  ExecutionView v;
+  v.id = r->get(0, "id");
+  v.workflow_name = r->get(0, "workflow_name");
+  v.workflow_id = r->get_opt(0, "workflow_id");
+  v.status = r->get(0, "status");
+  v.input = Json::parse(r->get(0, "input"));
+  if (auto o = r->get_opt(0, "output")) v.output = Json::parse(*o);
+  v.error = r->get_opt(0, "error");
+  v.start_source = r->get(0, "start_source");
+  v.start_source_ref = r->get_opt(0, "start_source_ref");
+  v.attempt = static_cast<int>(r->get_int(0, "attempt"));
+  auto ev = (*conn)->exec(
+      "SELECT id, op_seq, kind, name, payload::text AS payload FROM harvest_workflow_events "
+      "WHERE execution_id = $1 ORDER BY id",
+      {v.id});
+  if (!ev) return fail(ev.error());
+  for (int i = 0; i < ev->rows(); ++i) {
+    HistoryEvent h;
+    h.id = ev->get_int(i, "id");
+    if (!ev->is_null(i, "op_seq")) h.op_seq = static_cast<int>(ev->get_int(i, "op_seq"));
+    h.kind = ev->get(i, "kind");
+    h.name = ev->get_opt(i, "name");
+    if (auto p = ev->get_opt(i, "payload")) h.payload = Json::parse(*p);
+    v.history.push_back(std::move(h));
+  }
+  return v;
+}
+
+Result<std::optional<std::string>> Engine::find_execution(const std::string& workflow,
+                                                          const std::string& workflow_id) {
+  auto conn = pool_->acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(
+      "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2",
+      {workflow, workflow_id});
+  if (!r) return fail(r.error());
+  if (r->empty()) return std::optional<std::string>{};
+  return std::optional<std::string>{r->get(0, "id")};
+}
+
+Result<int> Engine::fire_deferred() {
+  int created = 0;
+  for (const auto& name : workflows_.names()) {
+    const WorkflowDef* def = workflows_.find(name);
+    if (!def->options.throttle) continue;
+    const auto& policy = *def->options.throttle;
+    auto conn = pool_->acquire();
+    if (!conn) return fail(conn.error());
+    auto tx = store::Transaction::begin(**conn);
+    if (!tx) return fail(tx.error());
+    auto window = (*conn)->exec(
+        "UPDATE harvest_admission_throttle SET "
+        "used = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() THEN 0 "
+        "ELSE used END, "
+        "window_started_at = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() "
+        "THEN now() ELSE window_started_at END "
+        "WHERE workflow_name = $1 RETURNING used",
+        {name, std::to_string(policy.period.count())});
+    if (!window) return fail(window.error());
+    if (window->empty()) continue;  // never throttled anything yet
+    long long available = policy.starts - window->get_int(0, "used");
+    if (available <= 0) continue;
+    auto popped = (*conn)->exec(
+        "DELETE FROM harvest_deferred_starts WHERE id IN (SELECT id FROM harvest_deferred_starts "
+        "WHERE workflow_name = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
+        "RETURNING id, workflow_id, input::text AS input, start_source, start_source_ref",
+        {name, std::to_string(available)});
+    if (!popped) return fail(popped.error());
+    std::vector<int> order(popped->rows());
+    for (int i = 0; i < popped->rows(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return popped->get_int(a, "id") < popped->get_int(b, "id"); });
+    for (int i : order) {
+      auto id = insert_execution(
+          **conn, *def, popped->get_opt(i, "workflow_id"), Json::parse(popped->get(i, "input")),
+          popped->get(i, "start_source"), popped->get_opt(i, "start_source_ref"));
+      if (!id) return fail(id.error());
+      if (*id) ++created;
+    }
+    if (popped->rows() > 0) {
+      auto used = (*conn)->exec(
+          "UPDATE harvest_admission_throttle SET used = used + $2 WHERE workflow_name = $1",
+          {name, std::to_string(popped->rows())});
+      if (!used) return fail(used.error());
+    }
+    if (auto c = tx->commit(); !c) return fail(c.error());
+  }
+  return created;
+}
+
+Result<int> Engine::purge() {
+  auto conn = pool_->acquire();
+  if (!conn) return fail(conn.error());
+  int deleted = 0;
+  const auto& retention = config_.retention;
+  std::string overridden = "{";
+  bool first = true;
+  for (const auto& [workflow, age] : retention.per_workflow) {
+    auto r = (*conn)->exec(
+        "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
+        "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * interval '1 second'",
+        {workflow, seconds_param(age)});
+    if (!r) return fail(r.error());
+    deleted += static_cast<int>(r->affected());
+    overridden += (first ? "" : ",") + Json(workflow).dump();
+    first = false;
+  }
+  overridden += "}";
+  if (retention.max_age) {
+    auto r = (*conn)->exec(
+        "DELETE FROM harvest_workflow_executions WHERE workflow_name <> ALL($1::text[]) "
+        "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * interval '1 second'",
+        {overridden, seconds_param(*retention.max_age)});
+    if (!r) return fail(r.error());
+    deleted += static_cast<int>(r->affected());
+  }
+  auto claims = (*conn)->exec("DELETE FROM harvest_start_idempotency WHERE expires_at <= now()");
+  if (!claims) return fail(claims.error());
+  if (deleted > 0 || claims->affected() > 0) {
+    log::info("retention purged {} terminal executions and {} expired start claims", deleted,
+              claims->affected());
+  }
+  return deleted;
+}
+
+WorkflowRegistry& WorkflowRegistry::add_def(WorkflowDef def) {
+  if (def.name.empty()) throw ConfigError("a workflow needs a non-empty name");
+  if (defs_.contains(def.name)) {
+    throw ConfigError(fmt::format("workflow '{}' is registered twice", def.name));
+  }
+  if (!def.validate_input) def.validate_input = [](const Json&) { return std::nullopt; };
+  std::string name = def.name;
+  defs_.emplace(std::move(name), std::move(def));
+  return *this;
+}
+
+const WorkflowDef* WorkflowRegistry::find(std::string_view name) const {
+  auto it = defs_.find(name);
+  return it == defs_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> WorkflowRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : defs_) out.push_back(k);
+  return out;
+}
+
+}  // namespace harvest::engine

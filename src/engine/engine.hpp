@@ -1,0 +1,105 @@
+// The workflow engine's service: open the harvest database, start workflows,
+// stage signals, read executions, fire deferred starts, purge.
+//
+// `Engine` is thread-safe; every call borrows a pooled connection for its own
+// transaction. Expected failures are `Result` values: permanent errors are
+// the caller's (unknown workflow, bad input, reserved key), transient errors
+// (database down, pool exhausted) may succeed on retry.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/types.hpp"
+#include "engine/workflow.hpp"
+#include "store/migrations.hpp"
+#include "store/pool.hpp"
+
+namespace harvest::connector {
+class DedupeKey;
+}
+
+namespace harvest::engine {
+
+// Grants the right to use keys under the reserved `conn:` prefix. Only the
+// connector's dedupe-key derivation can construct one (ENG-11).
+class DerivedKeyPass {
+  friend class harvest::connector::DedupeKey;
+  DerivedKeyPass() = default;
+};
+
+// The engine's own migration set ("engine").
+[[nodiscard]] store::MigrationSet engine_migrations();
+
+// Rejects an idempotency key under the reserved prefix (case-sensitive).
+[[nodiscard]] Status check_caller_key(const std::optional<std::string>& key);
+
+class Engine {
+ public:
+  // Resolves the harvest database (split URL, then embedded URL, then the
+  // private dev cluster under the dev profile), connects, and applies the
+  // engine's and `plugin_migrations` (dev profile) or warns naming each
+  // pending one. Fails with a config/transient error when no database can be
+  // reached.
+  [[nodiscard]] static Result<std::unique_ptr<Engine>> open(
+      EngineConfig config, WorkflowRegistry workflows,
+      std::vector<store::MigrationSet> plugin_migrations = {});
+  ~Engine();
+
+  // ENG-4/5/6/8/9. Keys under `conn:` are rejected.
+  [[nodiscard]] Result<StartOutcome> start(const StartRequest& request);
+  // ENG-16: the same start inside the caller's own open transaction on
+  // `conn`; nothing is committed or rolled back here. The caller's commit
+  // makes the start durable.
+  [[nodiscard]] Result<StartOutcome> start_in_transaction(PGconn* conn,
+                                                          const StartRequest& request);
+  // ENG-7: stages a signal for an existing execution.
+  [[nodiscard]] Result<SignalOutcome> signal(const SignalRequest& request);
+  // ENG-7: atomic start-or-attach keyed by workflow_id.
+  [[nodiscard]] Result<SignalWithStartOutcome> signal_with_start(
+      const SignalWithStartRequest& request);
+
+  // The connector's path: the same operations accepting `conn:` keys.
+  [[nodiscard]] Result<StartOutcome> start_derived(const StartRequest& request, DerivedKeyPass);
+  [[nodiscard]] Result<SignalWithStartOutcome> signal_with_start_derived(
+      const SignalWithStartRequest& request, DerivedKeyPass);
+
+  [[nodiscard]] Result<ExecutionView> get_execution(const std::string& execution_id);
+  [[nodiscard]] Result<std::optional<std::string>> find_execution(const std::string& workflow,
+                                                                  const std::string& workflow_id);
+
+  // Fires deferred (throttled) starts whose tokens have freed. Returns how many
+  // executions were created.
+  [[nodiscard]] Result<int> fire_deferred();
+  // Deletes terminal runs past their retention age (with events and signals)
+  // and expired start-idempotency claims. Returns runs deleted.
+  [[nodiscard]] Result<int> purge();
+
+  [[nodiscard]] std::vector<store::PendingMigration> pending_migrations_at_open() const;
+  [[nodiscard]] store::Pool& pool() { return *pool_; }
+  [[nodiscard]] const WorkflowRegistry& workflows() const { return workflows_; }
+  [[nodiscard]] const EngineConfig& config() const { return config_; }
+  [[nodiscard]] metrics::MetricsRecorder& metrics() { return *config_.metrics; }
+  [[nodiscard]] const std::string& database_url() const { return url_; }
+  [[nodiscard]] DeploymentMode mode() const { return mode_; }
+
+ private:
+  Engine(EngineConfig config, WorkflowRegistry workflows, std::string url, DeploymentMode mode);
+
+  Result<StartOutcome> start_checked(const StartRequest& request);
+  Result<StartOutcome> start_on(store::Connection& conn, const StartRequest& request,
+                                bool own_transaction);
+  Result<SignalWithStartOutcome> signal_with_start_checked(const SignalWithStartRequest& request);
+  void record_start(const std::string& workflow, const Result<StartOutcome>& r);
+
+  EngineConfig config_;
+  WorkflowRegistry workflows_;
+  std::string url_;
+  DeploymentMode mode_;
+  std::unique_ptr<store::Pool> pool_;
+  std::vector<store::PendingMigration> pending_at_open_;
+};
+
+}  // namespace harvest::engine

@@ -1,0 +1,266 @@
+#include "engine/worker.hpp"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+
+#include "common/fault.hpp"
+#include "common/ids.hpp"
+#include "common/log.hpp"
+#include "engine/run_state.hpp"
+
+namespace harvest::engine {
+
+namespace {
+
+// Sleeps up to `d`, waking early when stop is requested.
+void nap(std::stop_token st, std::chrono::milliseconds d) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, st, d, [] { return false; });
+}
+
+std::string ms(std::chrono::milliseconds d) {
+  return std::to_string(d.count());
+}
+
+}  // namespace
+
+Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(std::move(config)) {
+  if (config_.owner.empty()) config_.owner = process_identity();
+  if (config_.concurrency < 1) config_.concurrency = 1;
+}
+
+Worker::~Worker() {
+  stop();
+}
+
+void Worker::start() {
+  if (!threads_.empty()) return;
+  for (int i = 0; i < config_.concurrency; ++i) {
+    threads_.emplace_back([this](std::stop_token st) { run_loop(st); });
+  }
+  threads_.emplace_back([this](std::stop_token st) { heartbeat_loop(st); });
+  threads_.emplace_back([this](std::stop_token st) { maintenance_loop(st); });
+}
+
+void Worker::stop() {
+  for (auto& t : threads_) t.request_stop();
+  threads_.clear();  // joins
+}
+
+Result<std::optional<Worker::Claimed>> Worker::claim() {
+  auto conn = engine_.pool().acquire();
+  if (!conn) return fail(conn.error());
+  std::string names = "{";
+  bool first = true;
+  for (const auto& n : engine_.workflows().names()) {
+    names += (first ? "" : ",") + Json(n).dump();
+    first = false;
+  }
+  names += "}";
+  auto r = (*conn)->exec(
+      "WITH c AS (SELECT id FROM harvest_workflow_executions "
+      "  WHERE workflow_name = ANY($3::text[]) AND ("
+      "    (status IN ('pending', 'waiting') AND run_after <= now()) OR "
+      "    (status = 'running' AND lease_expires_at < now())) "
+      "  ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED) "
+      "UPDATE harvest_workflow_executions e SET status = 'running', lease_owner = $1, "
+      "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "
+      "FROM c WHERE e.id = c.id "
+      "RETURNING e.id, e.workflow_name, e.workflow_id, e.input::text AS input, e.attempt, "
+      "  e.max_attempts",
+      {config_.owner, ms(config_.lease), names});
+  if (!r) return fail(r.error());
+  if (r->empty()) return std::optional<Claimed>{};
+  Claimed c{r->get(0, "id"),
+            r->get(0, "workflow_name"),
+            r->get_opt(0, "workflow_id"),
+            Json::parse(r->get(0, "input")),
+            static_cast<int>(r->get_int(0, "attempt")),
+            static_cast<int>(r->get_int(0, "max_attempts"))};
+  return std::optional<Claimed>{std::move(c)};
+}
+
+Result<bool> Worker::run_one() {
+  auto c = claim();
+  if (!c) return fail(c.error());
+  if (!*c) return false;
+  {
+    std::lock_guard lock(active_mu_);
+    active_.insert((*c)->id);
+  }
+  execute(**c);
+  return true;
+}
+
+// Writes the run's outcome, fenced on our lease (a run taken over by another
+// worker is left to that worker).
+void Worker::settle(const std::string& id, const std::string& sql, const store::Params& params) {
+  {
+    std::lock_guard lock(active_mu_);
+    active_.erase(id);
+  }
+  auto conn = engine_.pool().acquire();
+  if (!conn) {
+    log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", id,
+              conn.error().message);
+    return;
+  }
+  auto r = (*conn)->exec(sql, params);
+  if (!r) {
+    log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", id,
+              r.error().message);
+  }
+}
+
+void Worker::execute(const Claimed& c) {
+  const WorkflowDef* def = engine_.workflows().find(c.workflow_name);
+  RunState state(engine_, config_.owner, config_.lease);
+  state.execution_id = c.id;
+  state.workflow_id = c.workflow_id;
+  state.workflow_name = c.workflow_name;
+  state.attempt = c.attempt;
+  state.input = c.input;
+  const std::string fence = "WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
+  try {
+    state.load();
+    WorkflowContext ctx(state);
+    Json output = def->fn(ctx, c.input);
+    HARVEST_FAULT_POINT("worker.before_complete");
+    settle(c.id,
+           "WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
+           "output = $3::jsonb, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
+           "updated_at = now() " +
+               fence +
+               " RETURNING id) "
+               "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+               "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done",
+           {c.id, config_.owner, output.dump()});
+    engine_.metrics().increment(metrics::kEngineRunsCompleted, {{"workflow", c.workflow_name}});
+  } catch (const Suspension& s) {
+    long long until_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(s.until.time_since_epoch()).count();
+    // A signal staged after `load()` bumped signal_seq: stay runnable instead
+    // of sleeping through it.
+    settle(c.id,
+           "UPDATE harvest_workflow_executions SET status = 'waiting', lease_owner = NULL, "
+           "lease_expires_at = NULL, updated_at = now(), run_after = CASE WHEN signal_seq > $3 "
+           "THEN now() ELSE to_timestamp($4::double precision / 1000) END " +
+               fence,
+           {c.id, config_.owner, std::to_string(state.signal_seq_seen), std::to_string(until_ms)});
+  } catch (const LeaseLost&) {
+    log::warn("execution {}: lease lost to another worker; stopping this run", c.id);
+    std::lock_guard lock(active_mu_);
+    active_.erase(c.id);
+  } catch (const HistoryUnavailable& h) {
+    log::warn("execution {}: history unavailable ({}); retrying shortly", c.id, h.error.message);
+    settle(c.id,
+           "UPDATE harvest_workflow_executions SET status = 'pending', lease_owner = NULL, "
+           "lease_expires_at = NULL, run_after = now() + interval '1 second' " +
+               fence,
+           {c.id, config_.owner});
+  } catch (const fault::InjectedCrash&) {
+    // The component "died" here: no outcome is written and the lease is not
+    // renewed, exactly as if the process had been killed.
+    std::lock_guard lock(active_mu_);
+    active_.erase(c.id);
+    throw;
+  } catch (const std::exception& e) {
+    std::string error = e.what();
+    if (c.attempt < c.max_attempts) {
+      auto backoff = def->options.retry_backoff * (1LL << std::min(c.attempt - 1, 20));
+      log::warn("execution {} ({}) attempt {}/{} failed: {}; retrying in {} ms", c.id,
+                c.workflow_name, c.attempt, c.max_attempts, error, backoff.count());
+      settle(c.id,
+             "WITH retry AS (UPDATE harvest_workflow_executions SET status = 'pending', "
+             "attempt = attempt + 1, error = $3, lease_owner = NULL, lease_expires_at = NULL, "
+             "run_after = now() + $4 * interval '1 millisecond', updated_at = now() " +
+                 fence +
+                 " RETURNING id) INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                 "SELECT id, 'AttemptFailed', jsonb_build_object('attempt', $5::int, 'error', "
+                 "$3::text) "
+                 "FROM retry",
+             {c.id, config_.owner, error, ms(backoff), std::to_string(c.attempt)});
+    } else {
+      log::error("execution {} ({}) failed after {} attempts: {}", c.id, c.workflow_name, c.attempt,
+                 error);
+      settle(c.id,
+             "WITH failed AS (UPDATE harvest_workflow_executions SET status = 'failed', "
+             "error = $3, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
+             "updated_at = now() " +
+                 fence +
+                 " RETURNING id) "
+                 "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                 "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text) FROM failed",
+             {c.id, config_.owner, error});
+      engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", c.workflow_name}});
+    }
+  }
+}
+
+void Worker::run_loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    auto c = claim();
+    if (!c) {
+      log::warn("worker cannot claim work: {}", c.error().message);
+      nap(st, config_.poll_interval * 5);
+      continue;
+    }
+    if (!*c) {
+      nap(st, config_.poll_interval);
+      continue;
+    }
+    {
+      std::lock_guard lock(active_mu_);
+      active_.insert((*c)->id);
+    }
+    try {
+      execute(**c);
+    } catch (const fault::InjectedCrash&) {
+      ++crashed_;
+      return;  // this run thread is dead
+    }
+  }
+}
+
+void Worker::heartbeat_loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    nap(st, config_.lease / 3);
+    std::string ids = "{";
+    {
+      std::lock_guard lock(active_mu_);
+      bool first = true;
+      for (const auto& id : active_) {
+        ids += (first ? "" : ",") + id;
+        first = false;
+      }
+    }
+    ids += "}";
+    if (ids == "{}") continue;
+    auto conn = engine_.pool().acquire();
+    if (!conn) continue;
+    (void)(*conn)->exec(  // a missed renewal is retried next beat
+        "UPDATE harvest_workflow_executions SET lease_expires_at = now() + $3 * interval "
+        "'1 millisecond' WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND status = 'running'",
+        {ids, config_.owner, ms(config_.lease)});
+  }
+}
+
+void Worker::maintenance_loop(std::stop_token st) {
+  auto next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
+  while (!st.stop_requested()) {
+    nap(st, config_.admission_interval);
+    if (st.stop_requested()) break;
+    if (auto r = engine_.fire_deferred(); !r) {
+      log::warn("firing deferred starts failed: {}", r.error().message);
+    }
+    if (std::chrono::steady_clock::now() >= next_purge) {
+      if (auto r = engine_.purge(); !r) log::warn("retention purge failed: {}", r.error().message);
+      next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
+    }
+  }
+}
+
+}  // namespace harvest::engine

@@ -1,0 +1,82 @@
+// The worker pool: claims runnable executions under a lease and runs them
+// (ENG-3), and runs the engine's housekeeping (deferred starts, retention).
+//
+// Threads: `concurrency` run threads, one heartbeat thread renewing the
+// leases of runs in progress, one maintenance thread firing deferred starts
+// and purging. All are owned (jthread) and joined by `stop()`/the destructor.
+// A run whose worker dies keeps its lease until it lapses; then any worker
+// claims and resumes it, replaying recorded operations.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.hpp"
+
+namespace harvest::engine {
+
+struct WorkerConfig {
+  // Runs executed at once. Default 4.
+  int concurrency = 4;
+  // How long a claimed run stays ours without renewal; a crashed worker's runs
+  // are resumed elsewhere this long after its last renewal. Default 30 s.
+  std::chrono::milliseconds lease{30000};
+  // Idle poll interval for new work from other processes. Default 100 ms.
+  std::chrono::milliseconds poll_interval{100};
+  // Cadence of firing deferred (throttled) starts. Default 100 ms.
+  std::chrono::milliseconds admission_interval{100};
+  // Cadence of the retention purge. Default 60 s.
+  std::chrono::milliseconds purge_interval{60000};
+  // Lease owner name. Default: host:pid:random.
+  std::string owner;
+};
+
+class Worker {
+ public:
+  // Keeps a reference to `engine`, which must outlive the worker.
+  Worker(Engine& engine, WorkerConfig config = {});
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start();
+  // Stops claiming, waits for runs in progress to reach a durable point.
+  void stop();
+
+  // Claims and runs one runnable execution on the calling thread. Returns
+  // false when nothing was runnable. For tests and tools.
+  [[nodiscard]] Result<bool> run_one();
+
+  // Number of run threads that died from an injected crash (tests).
+  [[nodiscard]] int crashed_threads() const { return crashed_.load(); }
+  [[nodiscard]] const std::string& owner() const { return config_.owner; }
+
+ private:
+  void run_loop(std::stop_token st);
+  void heartbeat_loop(std::stop_token st);
+  void maintenance_loop(std::stop_token st);
+  struct Claimed {
+    std::string id, workflow_name;
+    std::optional<std::string> workflow_id;
+    Json input;
+    int attempt;
+    int max_attempts;
+  };
+  Result<std::optional<Claimed>> claim();
+  void execute(const Claimed& c);
+  void settle(const std::string& id, const std::string& sql, const store::Params& params);
+
+  Engine& engine_;
+  WorkerConfig config_;
+  std::vector<std::jthread> threads_;
+  std::mutex active_mu_;
+  std::set<std::string> active_;
+  std::atomic<int> crashed_{0};
+};
+
+}  // namespace harvest::engine

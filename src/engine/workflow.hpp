@@ -1,0 +1,141 @@
+// Workflow definitions and the durable `WorkflowContext` (ENG-3).
+//
+// A workflow is a function `Out(WorkflowContext&, In)` registered by name.
+// It runs durably by replay: every durable operation (`step`, `wait_signal`,
+// `sleep`, `start_child`) is numbered in call order and its result recorded;
+// when a run resumes on another worker the function is called again from the
+// top and recorded operations return their recorded results instead of
+// running again. Workflow code must therefore be deterministic outside of
+// steps, and must not swallow `Suspension` (do not `catch (...)` without
+// rethrowing).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "common/error.hpp"
+#include "engine/types.hpp"
+
+namespace harvest::engine {
+
+class RunState;  // one run's replay cursor and database access (context.cpp)
+
+class WorkflowContext {
+ public:
+  explicit WorkflowContext(RunState& state) : state_(state) {}
+
+  [[nodiscard]] const std::string& execution_id() const;
+  [[nodiscard]] const std::optional<std::string>& workflow_id() const;
+  [[nodiscard]] int attempt() const;
+
+  // Runs `fn` once and records its (JSON-serialisable) result; on replay
+  // returns the recorded result without calling `fn`. An exception from `fn`
+  // fails the attempt (nothing is recorded).
+  template <typename F>
+  auto step(const std::string& name, F&& fn) -> std::invoke_result_t<F> {
+    using R = std::invoke_result_t<F>;
+    if constexpr (std::is_void_v<R>) {
+      step_json(name, [&]() -> Json {
+        fn();
+        return nullptr;
+      });
+    } else {
+      Json j = step_json(name, [&]() -> Json { return Json(fn()); });
+      return j.template get<R>();
+    }
+  }
+
+  // The next signal named `name` not yet received by this run, in the order
+  // the database recorded them; std::nullopt once `timeout` elapses. Suspends
+  // the run (freeing the worker) while there is none.
+  [[nodiscard]] std::optional<Json> wait_signal(const std::string& name,
+                                                std::chrono::milliseconds timeout);
+  // Durable sleep: the run suspends and resumes after `duration`, on any worker.
+  void sleep(std::chrono::milliseconds duration);
+  // Starts a child workflow exactly once (its workflow_id defaults to one
+  // derived from this run and the call position) and returns its execution id.
+  [[nodiscard]] std::string start_child(const std::string& workflow, Json input,
+                                        std::optional<std::string> workflow_id = std::nullopt);
+
+ private:
+  Json step_json(const std::string& name, const std::function<Json()>& fn);
+  RunState& state_;
+};
+
+// A type-erased workflow body: JSON input to JSON output.
+using WorkflowFn = std::function<Json(WorkflowContext&, const Json&)>;
+
+struct WorkflowDef {
+  std::string name;
+  WorkflowFn fn;
+  // Checks that an input deserialises to the workflow's input type; the error
+  // text names what is wrong.
+  std::function<std::optional<std::string>(const Json&)> validate_input;
+  WorkflowOptions options;
+};
+
+namespace detail {
+template <typename T>
+struct CallableArgs : CallableArgs<decltype(&T::operator())> {};
+template <typename C, typename R, typename Ctx, typename In>
+struct CallableArgs<R (C::*)(Ctx, In) const> {
+  using Out = R;
+  using Input = std::remove_cvref_t<In>;
+};
+template <typename C, typename R, typename Ctx, typename In>
+struct CallableArgs<R (C::*)(Ctx, In)> {
+  using Out = R;
+  using Input = std::remove_cvref_t<In>;
+};
+template <typename R, typename Ctx, typename In>
+struct CallableArgs<R (*)(Ctx, In)> {
+  using Out = R;
+  using Input = std::remove_cvref_t<In>;
+};
+}  // namespace detail
+
+// The set of workflows a process can run and start. Populated before the
+// engine opens; read-only afterwards (thread-safe to read).
+class WorkflowRegistry {
+ public:
+  // Registers `fn: Out(WorkflowContext&, In)` under `name`. In and Out convert
+  // to and from JSON with nlohmann's `to_json`/`from_json`.
+  template <typename F>
+  WorkflowRegistry& add(std::string name, F fn, WorkflowOptions options = {}) {
+    using Args = detail::CallableArgs<std::decay_t<F>>;
+    using In = typename Args::Input;
+    using Out = typename Args::Out;
+    WorkflowDef def;
+    def.name = name;
+    def.options = options;
+    def.fn = [fn = std::move(fn)](WorkflowContext& ctx, const Json& input) -> Json {
+      if constexpr (std::is_void_v<Out>) {
+        fn(ctx, input.get<In>());
+        return nullptr;
+      } else {
+        return Json(fn(ctx, input.get<In>()));
+      }
+    };
+    def.validate_input = [](const Json& input) -> std::optional<std::string> {
+      try {
+        (void)input.get<In>();
+        return std::nullopt;
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
+    };
+    return add_def(std::move(def));
+  }
+
+  WorkflowRegistry& add_def(WorkflowDef def);
+  [[nodiscard]] const WorkflowDef* find(std::string_view name) const;
+  [[nodiscard]] std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, WorkflowDef, std::less<>> defs_;
+};
+
+}  // namespace harvest::engine

@@ -1,0 +1,69 @@
+// Metrics reporting (ENG-13).
+//
+// Every harvest component reports through a `MetricsRecorder`. The default is
+// `NoopMetrics`; `RecordingMetrics` keeps everything in memory for tests.
+// Label values must come from bounded sets (workflow names, outcomes,
+// reasons, binding names): never a key, offset or execution id.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace harvest::metrics {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// Metric names. The connector names live here so that the engine owns them
+// without depending on any connector code (CON-1).
+inline constexpr const char* kEngineStarts = "harvest.engine.starts";
+inline constexpr const char* kEngineRunsCompleted = "harvest.engine.runs_completed";
+inline constexpr const char* kEngineRunsFailed = "harvest.engine.runs_failed";
+inline constexpr const char* kConnectorDispatched = "harvest.connector.dispatched";
+inline constexpr const char* kConnectorDeadLettered = "harvest.connector.dead_lettered";
+inline constexpr const char* kConnectorRetried = "harvest.connector.retried";
+inline constexpr const char* kConnectorLag = "harvest.connector.lag";
+
+// Thread-safe: implementations are called from many threads.
+class MetricsRecorder {
+ public:
+  virtual ~MetricsRecorder() = default;
+  virtual void increment(const std::string& name, const Labels& labels, double by = 1.0) = 0;
+  virtual void set_gauge(const std::string& name, const Labels& labels, double value) = 0;
+  virtual void observe(const std::string& name, const Labels& labels, double value) = 0;
+};
+
+class NoopMetrics final : public MetricsRecorder {
+ public:
+  void increment(const std::string&, const Labels&, double) override {}
+  void set_gauge(const std::string&, const Labels&, double) override {}
+  void observe(const std::string&, const Labels&, double) override {}
+};
+
+// Keeps every counter, gauge and observation in memory.
+class RecordingMetrics final : public MetricsRecorder {
+ public:
+  void increment(const std::string& name, const Labels& labels, double by) override;
+  void set_gauge(const std::string& name, const Labels& labels, double value) override;
+  void observe(const std::string& name, const Labels& labels, double value) override;
+
+  // Counter value for exactly these labels (order-insensitive); 0 if never set.
+  [[nodiscard]] double counter(const std::string& name, const Labels& labels) const;
+  // Sum of a counter over all label sets.
+  [[nodiscard]] double counter_total(const std::string& name) const;
+  [[nodiscard]] std::optional<double> gauge(const std::string& name, const Labels& labels) const;
+  // Every label set ever used with any metric.
+  [[nodiscard]] std::vector<std::pair<std::string, Labels>> series() const;
+
+ private:
+  static Labels sorted(Labels l);
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, Labels>, double> counters_;
+  std::map<std::pair<std::string, Labels>, double> gauges_;
+  std::map<std::pair<std::string, Labels>, std::vector<double>> observations_;
+};
+
+}  // namespace harvest::metrics

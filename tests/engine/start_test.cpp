@@ -1,0 +1,281 @@
+// ENG-4, ENG-5, ENG-6, ENG-9, ENG-11, ENG-16: starting workflows.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "support/pg_fixture.hpp"
+
+namespace harvest::engine {
+namespace {
+
+struct Order {
+  std::string order_id;
+  long total_cents = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Order, order_id, total_cents)
+
+WorkflowRegistry order_workflows() {
+  WorkflowRegistry r;
+  r.add("fulfil_order", [](WorkflowContext&, Order o) { return "fulfilled " + o.order_id; });
+  return r;
+}
+
+class StartTest : public testing::PgTest {};
+
+StartRequest order_start(std::string id) {
+  return StartRequest{.workflow = "fulfil_order",
+                      .input = Json{{"order_id", std::move(id)}, {"total_cents", 100}}};
+}
+
+TEST_F(StartTest, start_commits_execution_row_and_started_event) {
+  auto engine = open_engine(order_workflows());
+  auto req = order_start("A-1");
+  req.source = StartSource::kApi;
+  auto r = engine->start(req);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kind, StartOutcomeKind::kStarted);
+  ASSERT_TRUE(r->execution_id);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE id = $1 AND status = "
+                   "'pending' AND start_source = 'api'",
+                   {r->execution_id}),
+            1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events WHERE execution_id = $1 AND "
+                   "kind = 'WorkflowStarted'",
+                   {r->execution_id}),
+            1);
+}
+
+TEST_F(StartTest, keyed_start_replays_inside_window_and_starts_anew_after_expiry_and_purge) {
+  auto engine = open_engine(order_workflows());
+  auto req = order_start("A-1");
+  req.idempotency_key = "checkout-77";
+  auto first = engine->start(req);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_EQ(first->kind, StartOutcomeKind::kStarted);
+  auto again = engine->start(req);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(again->execution_id, first->execution_id);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
+  EXPECT_EQ(text("SELECT ((expires_at - created_at) = interval '24 hours')::text FROM "
+                 "harvest_start_idempotency WHERE idempotency_key = 'checkout-77'"),
+            "true");
+
+  // The window lapses; the purge removes the claim; the key starts a new run.
+  ASSERT_TRUE(
+      db().exec("UPDATE harvest_start_idempotency SET expires_at = now() - interval '1 s'"));
+  auto purged = engine->purge();
+  ASSERT_TRUE(purged);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency"), 0);
+  auto later = engine->start(req);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->kind, StartOutcomeKind::kStarted);
+  EXPECT_NE(later->execution_id, first->execution_id);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 2);
+}
+
+TEST_F(StartTest, expired_claim_not_yet_purged_is_taken_over) {
+  EngineConfig config;
+  config.start_idempotency_window = std::chrono::seconds(60);
+  auto engine = open_engine(order_workflows(), config);
+  auto req = order_start("A-1");
+  req.idempotency_key = "k";
+  auto first = engine->start(req);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(text("SELECT ((expires_at - created_at) = interval '60 seconds')::text FROM "
+                 "harvest_start_idempotency"),
+            "true");
+  ASSERT_TRUE(
+      db().exec("UPDATE harvest_start_idempotency SET expires_at = now() - interval '1 s'"));
+  auto second = engine->start(req);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->kind, StartOutcomeKind::kStarted);
+  EXPECT_NE(second->execution_id, first->execution_id);
+}
+
+TEST_F(StartTest, workflow_id_dedupe_returns_the_existing_execution) {
+  auto engine = open_engine(order_workflows());
+  auto req = order_start("A-1");
+  req.workflow_id = "order-A-1";
+  auto first = engine->start(req);
+  ASSERT_TRUE(first);
+  req.input["total_cents"] = 999;  // a different input does not create a second run
+  auto second = engine->start(req);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(second->execution_id, first->execution_id);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
+  auto found = engine->find_execution("fulfil_order", "order-A-1");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*found, first->execution_id);
+}
+
+TEST_F(StartTest, concurrent_keyed_starts_create_one_execution) {
+  auto engine = open_engine(order_workflows());
+  std::vector<std::jthread> threads;
+  std::vector<Result<StartOutcome>> results(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto req = order_start("A-1");
+      req.idempotency_key = "same-key";
+      results[i] = engine->start(req);
+    });
+  }
+  threads.clear();
+  int started = 0;
+  for (auto& r : results) {
+    ASSERT_TRUE(r) << r.error().message;
+    started += r->kind == StartOutcomeKind::kStarted;
+    EXPECT_EQ(r->execution_id, results[0]->execution_id);
+  }
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
+}
+
+TEST_F(StartTest, rejections_carry_permanent_kinds_naming_the_problem) {
+  auto engine = open_engine(order_workflows());
+  auto unknown = engine->start(StartRequest{.workflow = "nope"});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(unknown.error().message.find("nope"), std::string::npos);
+
+  auto bad = engine->start(StartRequest{.workflow = "fulfil_order", .input = Json{{"x", 1}}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(bad.error().message.find("order_id"), std::string::npos);
+  EXPECT_TRUE(bad.error().permanent());
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 0);
+}
+
+TEST_F(StartTest, reserved_conn_prefix_is_rejected_on_every_caller_path_and_CONN_accepted) {
+  WorkflowRegistry r = order_workflows();
+  r.add("entity", [](WorkflowContext&, Json) { return 1; });
+  auto engine = open_engine(std::move(r));
+
+  auto req = order_start("A-1");
+  req.idempotency_key = "conn:orders:0:41";
+  auto start = engine->start(req);
+  ASSERT_FALSE(start);
+  EXPECT_EQ(start.error().kind, ErrorKind::kBadRequest);
+  EXPECT_NE(start.error().message.find("reserved prefix"), std::string::npos);
+
+  ASSERT_TRUE(db().exec("BEGIN"));
+  auto tx_start = engine->start_in_transaction(db().raw(), req);
+  ASSERT_FALSE(tx_start);
+  EXPECT_EQ(tx_start.error().kind, ErrorKind::kBadRequest);
+  ASSERT_TRUE(db().exec("ROLLBACK"));
+
+  auto sws = engine->signal_with_start(SignalWithStartRequest{
+      .workflow = "entity", .workflow_id = "e1", .signal = "s", .idempotency_key = "conn:x"});
+  ASSERT_FALSE(sws);
+  EXPECT_EQ(sws.error().kind, ErrorKind::kBadRequest);
+
+  auto ok = engine->signal_with_start(SignalWithStartRequest{
+      .workflow = "entity", .workflow_id = "e1", .signal = "s", .idempotency_key = "CONN:x"});
+  ASSERT_TRUE(ok) << ok.error().message;
+
+  auto sig = engine->signal(SignalRequest{
+      .target = {.execution_id = ok->execution_id}, .name = "s", .idempotency_key = "conn:y"});
+  ASSERT_FALSE(sig);
+  EXPECT_EQ(sig.error().kind, ErrorKind::kBadRequest);
+
+  req.idempotency_key = "CONN:orders:0:41";
+  auto upper = engine->start(req);
+  ASSERT_TRUE(upper) << upper.error().message;
+  EXPECT_EQ(upper->kind, StartOutcomeKind::kStarted);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals WHERE idempotency_key LIKE 'conn:%'"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency WHERE idempotency_key LIKE "
+                   "'conn:%'"),
+            0);
+}
+
+TEST_F(StartTest, transactional_start_commits_and_rolls_back_with_the_callers_transaction) {
+  auto engine = open_engine(order_workflows());
+  ASSERT_TRUE(db().exec("CREATE TABLE orders (id text PRIMARY KEY)"));
+
+  ASSERT_TRUE(db().exec("BEGIN"));
+  ASSERT_TRUE(db().exec("INSERT INTO orders VALUES ('A-1')"));
+  auto rolled = engine->start_in_transaction(db().raw(), order_start("A-1"));
+  ASSERT_TRUE(rolled) << rolled.error().message;
+  ASSERT_TRUE(db().exec("ROLLBACK"));
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM orders"), 0);
+
+  ASSERT_TRUE(db().exec("BEGIN"));
+  ASSERT_TRUE(db().exec("INSERT INTO orders VALUES ('A-2')"));
+  auto kept = engine->start_in_transaction(db().raw(), order_start("A-2"));
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->kind, StartOutcomeKind::kStarted);
+  ASSERT_TRUE(db().exec("COMMIT"));
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE id = $1",
+                   {kept->execution_id}),
+            1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM orders"), 1);
+
+  auto outside = engine->start_in_transaction(db().raw(), order_start("A-3"));
+  ASSERT_FALSE(outside);
+  EXPECT_EQ(outside.error().kind, ErrorKind::kBadRequest);
+}
+
+TEST_F(StartTest, provenance_is_recorded) {
+  auto engine = open_engine(order_workflows());
+  auto req = order_start("A-1");
+  req.source = StartSource::kBroker;
+  req.source_ref = "orders.placed:0:41";
+  auto r = engine->start(req);
+  ASSERT_TRUE(r);
+  auto view = engine->get_execution(*r->execution_id);
+  ASSERT_TRUE(view);
+  EXPECT_EQ(view->start_source, "broker");
+  EXPECT_EQ(view->start_source_ref, "orders.placed:0:41");
+}
+
+TEST_F(StartTest, pool_exhaustion_is_a_transient_error_not_a_hang) {
+  EngineConfig config;
+  config.pool_size = 1;
+  config.pool_acquire_timeout = std::chrono::milliseconds(200);
+  auto engine = open_engine(order_workflows(), config);
+  auto held = engine->pool().acquire();
+  ASSERT_TRUE(held);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = engine->start(order_start("A-1"));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kTransient);
+  EXPECT_NE(r.error().message.find("pool exhausted"), std::string::npos);
+  EXPECT_LT(waited, std::chrono::seconds(2));
+}
+
+TEST_F(StartTest, unreachable_database_is_transient) {
+  auto conn = store::Connection::open("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2");
+  ASSERT_FALSE(conn);
+  EXPECT_EQ(conn.error().kind, ErrorKind::kTransient);
+}
+
+TEST_F(StartTest, starts_are_counted_by_outcome_without_ids_in_labels) {
+  auto rec = std::make_shared<metrics::RecordingMetrics>();
+  EngineConfig config;
+  config.metrics = rec;
+  auto engine = open_engine(order_workflows(), config);
+  auto req = order_start("A-1");
+  req.workflow_id = "order-A-1";
+  ASSERT_TRUE(engine->start(req));
+  ASSERT_TRUE(engine->start(req));
+  ASSERT_FALSE(engine->start(StartRequest{.workflow = "fulfil_order", .input = 3}));
+  using L = metrics::Labels;
+  EXPECT_EQ(
+      rec->counter(metrics::kEngineStarts, L{{"workflow", "fulfil_order"}, {"outcome", "started"}}),
+      1);
+  EXPECT_EQ(rec->counter(metrics::kEngineStarts,
+                         L{{"workflow", "fulfil_order"}, {"outcome", "idempotent_replay"}}),
+            1);
+  EXPECT_EQ(rec->counter(metrics::kEngineStarts,
+                         L{{"workflow", "fulfil_order"}, {"outcome", "rejected"}}),
+            1);
+  for (const auto& [name, labels] : rec->series()) {
+    for (const auto& [k, v] : labels) EXPECT_EQ(v.find("order-A-1"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace harvest::engine

@@ -1,0 +1,130 @@
+#include "support/pg_fixture.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "common/ids.hpp"
+#include "plugin/migrations.hpp"
+#include "store/migrations.hpp"
+
+namespace harvest::testing {
+
+std::string admin_url() {
+  const char* url = std::getenv("HARVEST_TEST_DATABASE_URL");
+  if (!url) {
+    ADD_FAILURE() << "HARVEST_TEST_DATABASE_URL is not set: run the tests through scripts/test.sh, "
+                     "which starts a throw-away PostgreSQL cluster";
+    return {};
+  }
+  return url;
+}
+
+std::string with_database(const std::string& url, const std::string& db) {
+  auto slash = url.rfind('/');
+  auto q = url.find('?', slash);
+  return url.substr(0, slash + 1) + db + (q == std::string::npos ? "" : url.substr(q));
+}
+
+namespace {
+
+// A migrated template database, created once per cluster and migration content.
+std::string ensure_template(store::Connection& admin) {
+  std::string digest_input;
+  for (const auto& set : plugin::all_migration_sets()) {
+    for (const auto& m : set.migrations) digest_input += set.name + m.name + m.sql;
+  }
+  std::string name = "harvest_tmpl_" + sha256_hex(digest_input).substr(0, 12);
+  (void)admin.exec("SELECT pg_advisory_lock(4242)");
+  auto exists = admin.exec("SELECT 1 FROM pg_database WHERE datname = $1", {name});
+  if (exists && exists->empty()) {
+    std::string building = name + "_build";
+    (void)admin.exec("DROP DATABASE IF EXISTS " + store::quote_ident(building));
+    auto created = admin.exec("CREATE DATABASE " + store::quote_ident(building));
+    EXPECT_TRUE(created) << created.error().message;
+    {
+      auto conn = store::Connection::open(with_database(admin_url(), building));
+      EXPECT_TRUE(conn) << conn.error().message;
+      auto applied = store::apply_migrations(**conn, plugin::all_migration_sets());
+      EXPECT_TRUE(applied) << applied.error().message;
+    }
+    auto renamed = admin.exec(fmt::format("ALTER DATABASE {} RENAME TO {}",
+                                          store::quote_ident(building), store::quote_ident(name)));
+    EXPECT_TRUE(renamed) << renamed.error().message;
+  }
+  (void)admin.exec("SELECT pg_advisory_unlock(4242)");
+  return name;
+}
+
+}  // namespace
+
+void PgTest::SetUp() {
+  std::string admin = admin_url();
+  ASSERT_FALSE(admin.empty());
+  auto conn = store::Connection::open(admin);
+  ASSERT_TRUE(conn) << conn.error().message;
+  std::string tmpl = ensure_template(**conn);
+  db_name_ = "harvest_t_" + new_uuid().substr(0, 8);
+  // CREATE DATABASE ... TEMPLATE fails while another session is connected to
+  // the template; only the builder ever connects, so retry briefly.
+  Result<store::PgResult> created;
+  for (int i = 0; i < 50; ++i) {
+    created = (*conn)->exec(fmt::format("CREATE DATABASE {} TEMPLATE {}",
+                                        store::quote_ident(db_name_), store::quote_ident(tmpl)));
+    if (created) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(created) << created.error().message;
+  db_url_ = with_database(admin, db_name_);
+  auto own = store::Connection::open(db_url_);
+  ASSERT_TRUE(own) << own.error().message;
+  conn_ = std::move(*own);
+}
+
+void PgTest::TearDown() {
+  conn_.reset();
+  if (db_name_.empty()) return;
+  if (auto conn = store::Connection::open(admin_url())) {
+    (void)(*conn)->exec(
+        fmt::format("DROP DATABASE IF EXISTS {} WITH (FORCE)", store::quote_ident(db_name_)));
+  }
+}
+
+store::Connection& PgTest::db() {
+  return *conn_;
+}
+
+long long PgTest::scalar(const std::string& sql, const store::Params& params) {
+  auto r = conn_->exec(sql, params);
+  EXPECT_TRUE(r) << sql << ": " << r.error().message;
+  if (!r || r->empty() || r->is_null(0, 0)) return 0;
+  return std::stoll(r->get(0, 0));
+}
+
+std::string PgTest::text(const std::string& sql, const store::Params& params) {
+  auto r = conn_->exec(sql, params);
+  EXPECT_TRUE(r) << sql << ": " << r.error().message;
+  if (!r || r->empty() || r->is_null(0, 0)) return {};
+  return r->get(0, 0);
+}
+
+std::unique_ptr<engine::Engine> PgTest::open_engine(engine::WorkflowRegistry workflows,
+                                                    engine::EngineConfig config) {
+  config.database_url = db_url_;
+  if (config.profile.empty()) config.profile = "test";
+  auto e = engine::Engine::open(std::move(config), std::move(workflows));
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? std::move(*e) : nullptr;
+}
+
+bool PgTest::eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+}  // namespace harvest::testing

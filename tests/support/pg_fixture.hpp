@@ -1,0 +1,52 @@
+// Test support: a fresh, fully migrated database per test on the test
+// PostgreSQL cluster that scripts/test.sh starts ($HARVEST_TEST_DATABASE_URL,
+// an admin URL). Each test gets its own database cloned from a migrated
+// template, so tests are independent and can run in parallel processes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/engine.hpp"
+#include "store/pg.hpp"
+
+namespace harvest::testing {
+
+// The admin URL of the test cluster; skips nothing: a missing URL fails the
+// test with a message saying to run scripts/test.sh.
+std::string admin_url();
+
+class PgTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // URL of this test's own database.
+  const std::string& db_url() const { return db_url_; }
+  // A direct connection to this test's database.
+  store::Connection& db();
+  // Runs `sql` and returns the first column of the first row as an integer.
+  long long scalar(const std::string& sql, const store::Params& params = {});
+  std::string text(const std::string& sql, const store::Params& params = {});
+
+  // Opens an engine over this test's database.
+  std::unique_ptr<engine::Engine> open_engine(engine::WorkflowRegistry workflows,
+                                              engine::EngineConfig config = {});
+
+  // Waits until `pred` holds or `timeout` passes; returns whether it held.
+  static bool eventually(const std::function<bool()>& pred,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+  std::string db_name_;
+  std::string db_url_;
+  std::unique_ptr<store::Connection> conn_;
+};
+
+// Replaces the database name of a postgres:// URL.
+std::string with_database(const std::string& url, const std::string& db);
+
+}  // namespace harvest::testing
