@@ -17,7 +17,9 @@ cmake --build --preset "$PRESET"
 STATE="$(mktemp -d /tmp/harvest-test.XXXXXX)"
 chmod 755 "$STATE"
 PG_DIR="$STATE/pg"
+STARTED_SERVICES=()
 cleanup() {
+  for svc in "${STARTED_SERVICES[@]}"; do scripts/services/$svc.sh stop >/dev/null 2>&1 || true; done
   stop_pg "$PG_DIR"
   rm -rf "$STATE"
 }
@@ -27,6 +29,22 @@ PG_PORT="$(free_port 55432)"
 start_pg "$PG_DIR" "$PG_PORT"
 export HARVEST_TEST_DATABASE_URL="postgresql://harvest@127.0.0.1:$PG_PORT/postgres"
 echo "test: PostgreSQL on 127.0.0.1:$PG_PORT"
+
+# Broker services, started only when this build has tests that use them.
+if ctest --test-dir "build/$PRESET" -N -L kafka 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
+  export HARVEST_KAFKA_PORT="${HARVEST_KAFKA_PORT:-$(free_port 19092)}"
+  STARTED_SERVICES+=(kafka)
+  eval "$(scripts/services/kafka.sh start)"
+  export HARVEST_TEST_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP"
+  echo "test: Kafka on $KAFKA_BOOTSTRAP"
+fi
+if ctest --test-dir "build/$PRESET" -N -L sqs 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
+  export HARVEST_SQS_PORT="${HARVEST_SQS_PORT:-$(free_port 19324)}"
+  STARTED_SERVICES+=(sqs)
+  eval "$(scripts/services/sqs.sh start)"
+  export HARVEST_TEST_SQS_ENDPOINT="$SQS_ENDPOINT"
+  echo "test: SQS on $SQS_ENDPOINT"
+fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" "$@"

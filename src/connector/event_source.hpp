@@ -1,0 +1,114 @@
+// The broker boundary: what the connector runtime needs from a message source.
+//
+// One interface, three implementations: MockSource (in memory, for users'
+// tests), KafkaSource (librdkafka) and SqsSource (the SQS JSON protocol).
+// The same contract test suite runs against each (tests/connector/
+// event_source_contract.hpp).
+//
+// Threading: the runtime calls receive/ack/abandon/recover from its consumer
+// thread only; `lag()` may be called from the runtime's lag-sampler thread
+// concurrently with them, so implementations must make it safe to do so.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace harvest::connector {
+
+// Position of a record in a Kafka topic.
+struct KafkaCoordinates {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  bool operator==(const KafkaCoordinates&) const = default;
+};
+
+// Identity of an SQS message. The receipt handle names one receive of it
+// (needed to delete or hand it back); the MessageId names the message.
+struct SqsCoordinates {
+  std::string queue_url;
+  std::string message_id;
+  std::string receipt_handle;
+};
+
+using Coordinates = std::variant<KafkaCoordinates, SqsCoordinates>;
+
+// "topic:partition:offset" for Kafka, "queue_url#message_id" for SQS: the
+// form recorded as start_source_ref and in dead-letter rows.
+[[nodiscard]] std::string render(const Coordinates& c);
+
+struct Message {
+  Coordinates coordinates;
+  // Raw record key (Kafka); SQS messages have none.
+  std::optional<std::string> key;
+  // Kafka headers / SQS string message attributes, in broker order.
+  std::vector<std::pair<std::string, std::string>> headers;
+  // The raw body, byte for byte.
+  std::string payload;
+  // How many times the broker has handed this message out (SQS
+  // ApproximateReceiveCount); 1 where the broker does not say.
+  int receive_count = 1;
+  // Opaque ownership token set by the source at receive time (Kafka: the
+  // assignment generation of the partition). Passed back unchanged on ack so
+  // the source can drop acks for partitions it no longer owns.
+  uint64_t generation = 0;
+};
+
+class EventSource {
+ public:
+  virtual ~EventSource() = default;
+
+  // Up to `max` messages, waiting at most `timeout` for the first. An empty
+  // batch is an idle poll. Errors: transient (broker unreachable) or config.
+  [[nodiscard]] virtual Result<std::vector<Message>> receive(size_t max,
+                                                             std::chrono::milliseconds timeout) = 0;
+
+  // The runtime vouches that `messages` are durably owned by harvest.
+  // Positional sources (Kafka) commit, per partition, the offset after the
+  // highest message given; the runtime only passes the head of a contiguous
+  // completed prefix. Other sources delete each message.
+  [[nodiscard]] virtual Status ack(const std::vector<Message>& messages) = 0;
+
+  // Hands messages back for prompt redelivery (SQS: visibility 0). A no-op
+  // where not acking is the only way to hand back (Kafka).
+  [[nodiscard]] virtual Status abandon(const std::vector<Message>& messages) = 0;
+
+  // Whether `abandon` makes the broker deliver the message again by itself.
+  // false (Kafka): a message that is not acked blocks its partition's commit
+  // until the consumer is rebuilt.
+  [[nodiscard]] virtual bool abandon_redelivers() const = 0;
+
+  // Where the broker moves messages it gives up on (SQS redrive target), if
+  // anywhere. Required by `broker_native_dead_letter()`.
+  [[nodiscard]] virtual std::optional<std::string> dead_letter_destination() const {
+    return std::nullopt;
+  }
+
+  // Rebuilds the consumer so unacked messages are redelivered from the last
+  // commit. true: rebuilt. false: this source cannot rebuild itself (the
+  // default). An error: the rebuild failed and may be retried.
+  [[nodiscard]] virtual Result<bool> recover() { return false; }
+
+  // Work this subscription still owes (uncommitted and in-flight messages),
+  // group-wide so replicas agree; std::nullopt when the broker cannot answer
+  // in time. Must return by `deadline`.
+  [[nodiscard]] virtual Result<std::optional<int64_t>> lag(
+      std::chrono::steady_clock::time_point deadline) = 0;
+
+  // The physical subscription: two bindings with the same identity would
+  // split (or double-consume) one stream. Kafka: canonical bootstrap list +
+  // group.id + topic; SQS: queue URL.
+  [[nodiscard]] virtual std::string subscription_identity() const = 0;
+
+  // The logical stream name (topic, or the configured SQS stream name).
+  [[nodiscard]] virtual std::string stream() const = 0;
+};
+
+}  // namespace harvest::connector
