@@ -1,11 +1,77 @@
 #include "connector/dead_letter.hpp"
 
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include "common/log.hpp"
+
 harvest::store::MigrationSet harvest_migrations_connector();
 
 namespace harvest::connector {
 
 store::MigrationSet connector_migrations() {
   return harvest_migrations_connector();
+}
+
+namespace {
+
+// bytea hex input form: the raw payload survives byte for byte, NULs included.
+std::string bytea_hex(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+Status PostgresDeadLetterSink::write(const DeadLetter& l) {
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(
+      "INSERT INTO harvest_connector_dead_letters "
+      "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea) "
+      "ON CONFLICT (idempotency_key) DO NOTHING",
+      {l.binding, l.stream, l.coordinates, l.idempotency_key, l.reason, l.detail,
+       std::to_string(l.attempts), bytea_hex(l.payload)});
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Status RecordingDeadLetterSink::write(const DeadLetter& letter) {
+  std::lock_guard lock(mu_);
+  if (fail_) return fail(Error::transient_error("recording sink told to fail"));
+  for (const auto& l : letters_) {
+    if (l.idempotency_key == letter.idempotency_key) return {};
+  }
+  letters_.push_back(letter);
+  return {};
+}
+
+std::vector<DeadLetter> RecordingDeadLetterSink::letters() const {
+  std::lock_guard lock(mu_);
+  return letters_;
+}
+
+void RecordingDeadLetterSink::fail_writes(bool fail) {
+  std::lock_guard lock(mu_);
+  fail_ = fail;
+}
+
+Status UnconfiguredDeadLetterSink::write(const DeadLetter& letter) {
+  std::string msg = fmt::format(
+      "connector binding '{}' has no dead-letter sink configured, so poison message {} ({}) "
+      "stays on the broker unacked. Either give the runtime a sink with "
+      "with_dead_letter_sink(...) (the plugin wires the harvest table for you), or let the "
+      "broker's own redrive policy own poison with broker_native_dead_letter()",
+      binding_, letter.coordinates, letter.reason);
+  log::error("{}", msg);
+  return fail(Error::config(msg));
 }
 
 }  // namespace harvest::connector

@@ -173,6 +173,11 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
   return engine;
 }
 
+bool Engine::has_deferred_admission(std::string_view workflow) const {
+  const WorkflowDef* def = workflows_.find(workflow);
+  return def && def->options.throttle.has_value();
+}
+
 std::vector<store::PendingMigration> Engine::pending_migrations_at_open() const {
   return pending_at_open_;
 }
@@ -189,7 +194,8 @@ Result<StartOutcome> Engine::start(const StartRequest& request) {
   return start_checked(request);
 }
 
-Result<StartOutcome> Engine::start_derived(const StartRequest& request, DerivedKeyPass) {
+Result<StartOutcome> Engine::start_derived(StartRequest request, const DerivedKeyPass& key) {
+  request.idempotency_key = key.key();
   return start_checked(request);
 }
 
@@ -416,9 +422,10 @@ Result<SignalWithStartOutcome> Engine::signal_with_start(const SignalWithStartRe
   return signal_with_start_checked(req);
 }
 
-Result<SignalWithStartOutcome> Engine::signal_with_start_derived(const SignalWithStartRequest& req,
-                                                                 DerivedKeyPass) {
-  return signal_with_start_checked(req);
+Result<SignalWithStartOutcome> Engine::signal_with_start_derived(SignalWithStartRequest request,
+                                                                 const DerivedKeyPass& key) {
+  request.idempotency_key = key.key();
+  return signal_with_start_checked(request);
 }
 
 Result<SignalWithStartOutcome> Engine::signal_with_start_checked(

@@ -23,11 +23,17 @@ class DedupeKey;
 
 namespace harvest::engine {
 
-// Grants the right to use keys under the reserved `conn:` prefix. Only the
-// connector's dedupe-key derivation can construct one (ENG-11).
+// A key under the reserved `conn:` prefix, derived from broker coordinates.
+// Only the connector's dedupe-key derivation can construct one, so only
+// derived keys ever reach the reserved scope (ENG-11).
 class DerivedKeyPass {
+ public:
+  [[nodiscard]] const std::string& key() const { return key_; }
+
+ private:
   friend class harvest::connector::DedupeKey;
-  DerivedKeyPass() = default;
+  explicit DerivedKeyPass(std::string key) : key_(std::move(key)) {}
+  std::string key_;
 };
 
 // The engine's own migration set ("engine").
@@ -61,10 +67,12 @@ class Engine {
   [[nodiscard]] Result<SignalWithStartOutcome> signal_with_start(
       const SignalWithStartRequest& request);
 
-  // The connector's path: the same operations accepting `conn:` keys.
-  [[nodiscard]] Result<StartOutcome> start_derived(const StartRequest& request, DerivedKeyPass);
+  // The connector's path: the same operations keyed by a derived `conn:` key
+  // (the start idempotency key, or the signal's key), which replaces any key
+  // in `request`.
+  [[nodiscard]] Result<StartOutcome> start_derived(StartRequest request, const DerivedKeyPass& key);
   [[nodiscard]] Result<SignalWithStartOutcome> signal_with_start_derived(
-      const SignalWithStartRequest& request, DerivedKeyPass);
+      SignalWithStartRequest request, const DerivedKeyPass& key);
 
   [[nodiscard]] Result<ExecutionView> get_execution(const std::string& execution_id);
   [[nodiscard]] Result<std::optional<std::string>> find_execution(const std::string& workflow,
@@ -78,6 +86,12 @@ class Engine {
   [[nodiscard]] Result<int> purge();
 
   [[nodiscard]] std::vector<store::PendingMigration> pending_migrations_at_open() const;
+  // How many PostgreSQL shards this engine can read. Every dedupe primitive is
+  // shard-local, so callers warn when this exceeds one. A single shard today.
+  [[nodiscard]] int readable_shards() const { return 1; }
+  // Whether starts of `workflow` can be deferred by an admission policy (and so
+  // have no execution id to return for an idempotency key).
+  [[nodiscard]] bool has_deferred_admission(std::string_view workflow) const;
   [[nodiscard]] store::Pool& pool() { return *pool_; }
   [[nodiscard]] const WorkflowRegistry& workflows() const { return workflows_; }
   [[nodiscard]] const EngineConfig& config() const { return config_; }

@@ -1,0 +1,163 @@
+// What a broker message maps to (CON-2): a `SourceBinding` names the stream,
+// the target workflow (a start, or a signal to an entity run), the mapping
+// function and the delivery options.
+//
+//   auto binding = SourceBinding::starts("orders", "orders.placed", "fulfil_order")
+//       .map_json([](const MessageCtx&, OrderPlaced order) -> MapResult {
+//         return MappedMessage{"order-" + order.order_id, order};
+//       })
+//       .max_in_flight(32);
+//
+// Builders return `SourceBinding&`; a binding is validated once, when the
+// plugin is built (CON-4).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "connector/message_ctx.hpp"
+#include "engine/workflow.hpp"
+
+namespace harvest::connector {
+
+using Json = nlohmann::json;
+
+struct MappedMessage {
+  // The workflow id to start (starts) or to signal-with-start (signals_with_start).
+  std::string workflow_id;
+  // The start input (starts) or the signal payload (signals_with_start).
+  Json payload;
+};
+
+// A mapping function's answer: the mapped message, or a rejection reason.
+// Rejections are strike-counted (CON-9).
+using MapResult = std::expected<MappedMessage, std::string>;
+
+// Outcome of decoding + mapping one message: an undecodable body is a
+// deterministic poison (dead-lettered at once), a rejection is strike-counted.
+struct MappingOutcome {
+  enum class Kind { kMapped, kUndecodable, kRejected };
+  Kind kind;
+  MappedMessage mapped;
+  std::string detail;
+};
+
+using Mapper = std::function<MappingOutcome(const MessageCtx&, std::string_view raw)>;
+
+enum class BindingKind { kStarts, kSignalsWithStart };
+
+// How redeliveries are deduplicated (CON-8).
+enum class IdempotencyMode {
+  kAuto,               // coordinates, or WorkflowId when the target defers admission
+  kBrokerCoordinates,  // a `conn:` key derived from the message's coordinates
+  kWorkflowId,         // the mapper's workflow_id (workflow-id dedupe)
+};
+[[nodiscard]] std::string_view to_string(IdempotencyMode mode);
+
+class SourceBinding {
+ public:
+  // Each message starts `workflow`.
+  [[nodiscard]] static SourceBinding starts(std::string binding, std::string stream,
+                                            std::string workflow);
+  // Each message is signal `signal` to the run of `workflow` named by the
+  // mapped workflow_id, starting it first if needed (the entity pattern).
+  [[nodiscard]] static SourceBinding signals_with_start(std::string binding, std::string stream,
+                                                        std::string workflow, std::string signal);
+
+  // Decodes the body as JSON into the mapper's second parameter type
+  // (`F: MapResult(const MessageCtx&, T)`); a body that does not decode is
+  // undecodable (dead-lettered at once).
+  template <typename F>
+  SourceBinding& map_json(F f) {
+    using T = std::remove_cvref_t<typename detail_arg<F>::type>;
+    mapper_ = [f = std::move(f)](const MessageCtx& ctx, std::string_view raw) -> MappingOutcome {
+      T value;
+      try {
+        value = Json::parse(raw).template get<T>();
+      } catch (const std::exception& e) {
+        return {MappingOutcome::Kind::kUndecodable, {}, e.what()};
+      }
+      return from_result(f(ctx, std::move(value)));
+    };
+    return *this;
+  }
+  // Maps the raw bytes (`F: MapResult(const MessageCtx&, std::string_view)`).
+  template <typename F>
+  SourceBinding& map_raw(F f) {
+    mapper_ = [f = std::move(f)](const MessageCtx& ctx, std::string_view raw) -> MappingOutcome {
+      return from_result(f(ctx, raw));
+    };
+    return *this;
+  }
+
+  // Concurrent dispatches per binding. Default 16; 1 dispatches strictly in
+  // broker order; 0 is refused at build.
+  SourceBinding& max_in_flight(size_t n) {
+    max_in_flight_ = n;
+    return *this;
+  }
+  // Consecutive mapping rejections before a message is dead-lettered.
+  // Default 3; 0 never dead-letters by strikes.
+  SourceBinding& poison_threshold(uint32_t n) {
+    poison_threshold_ = n;
+    return *this;
+  }
+  // Hand poison back to the broker's own dead-letter machinery instead of the
+  // harvest table (needs a source with a dead-letter destination).
+  SourceBinding& broker_native_dead_letter() {
+    broker_native_dead_letter_ = true;
+    return *this;
+  }
+  SourceBinding& idempotency_mode(IdempotencyMode mode) {
+    idempotency_mode_ = mode;
+    return *this;
+  }
+  // Namespace rotation for cutovers (new cluster, recreated topic).
+  SourceBinding& key_incarnation(std::string incarnation) {
+    key_incarnation_ = std::move(incarnation);
+    return *this;
+  }
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] const std::string& stream() const { return stream_; }
+  [[nodiscard]] const std::string& workflow() const { return workflow_; }
+  [[nodiscard]] const std::string& signal() const { return signal_; }
+  [[nodiscard]] BindingKind kind() const { return kind_; }
+  [[nodiscard]] const Mapper& mapper() const { return mapper_; }
+  [[nodiscard]] size_t max_in_flight() const { return max_in_flight_; }
+  [[nodiscard]] uint32_t poison_threshold() const { return poison_threshold_; }
+  [[nodiscard]] bool uses_broker_native_dead_letter() const { return broker_native_dead_letter_; }
+  [[nodiscard]] IdempotencyMode requested_idempotency_mode() const { return idempotency_mode_; }
+  [[nodiscard]] const std::string& incarnation() const { return key_incarnation_; }
+
+ private:
+  template <typename F>
+  struct detail_arg : detail_arg<decltype(&F::operator())> {};
+  template <typename C, typename R, typename Ctx, typename A>
+  struct detail_arg<R (C::*)(Ctx, A) const> {
+    using type = A;
+  };
+  template <typename R, typename Ctx, typename A>
+  struct detail_arg<R (*)(Ctx, A)> {
+    using type = A;
+  };
+  static MappingOutcome from_result(MapResult r);
+
+  SourceBinding(BindingKind kind, std::string name, std::string stream, std::string workflow,
+                std::string signal);
+  BindingKind kind_;
+  std::string name_, stream_, workflow_, signal_;
+  Mapper mapper_;
+  size_t max_in_flight_ = 16;
+  uint32_t poison_threshold_ = 3;
+  bool broker_native_dead_letter_ = false;
+  IdempotencyMode idempotency_mode_ = IdempotencyMode::kAuto;
+  std::string key_incarnation_;
+};
+
+}  // namespace harvest::connector

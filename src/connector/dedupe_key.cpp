@@ -1,0 +1,42 @@
+#include "connector/dedupe_key.hpp"
+
+#include <fmt/format.h>
+
+#include "common/ids.hpp"
+
+namespace harvest::connector {
+
+namespace {
+
+void append(std::string& out, std::string_view part) {
+  // <length>:<bytes> — a reader always knows where a component ends, so two
+  // different component lists can never produce the same string.
+  out += std::to_string(part.size());
+  out += ':';
+  out += part;
+}
+
+}  // namespace
+
+DedupeKey DedupeKey::derive(const std::string& binding, const std::string& incarnation,
+                            const Coordinates& coordinates) {
+  std::string body;
+  append(body, binding);
+  append(body, incarnation);
+  if (const auto* k = std::get_if<KafkaCoordinates>(&coordinates)) {
+    append(body, "kafka");
+    append(body, k->topic);
+    append(body, std::to_string(k->partition));
+    append(body, std::to_string(k->offset));
+  } else {
+    const auto& s = std::get<SqsCoordinates>(coordinates);
+    append(body, "sqs");
+    append(body, s.queue_url);
+    append(body, s.message_id);
+  }
+  // "conn:1:" (inline) and "conn:h:" (hashed) never alias each other.
+  if (body.size() <= kMaxInline) return DedupeKey("conn:1:" + body);
+  return DedupeKey("conn:h:" + sha256_hex(body));
+}
+
+}  // namespace harvest::connector

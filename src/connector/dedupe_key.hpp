@@ -1,0 +1,35 @@
+// Connector dedupe keys (CON-8).
+//
+// A key identifies one broker message within one binding and incarnation:
+//   Kafka: topic, partition, offset      SQS: queue URL, MessageId
+// (never an SQS MessageDeduplicationId). It is encoded injectively — every
+// component length-prefixed — under the reserved `conn:` prefix, and bounded:
+// an encoding longer than kMaxInline is replaced by its SHA-256 under a
+// distinct prefix, so a pathological coordinate can neither collide with
+// another message's key nor overflow the column.
+#pragma once
+
+#include <string>
+
+#include "connector/event_source.hpp"
+#include "engine/engine.hpp"
+
+namespace harvest::connector {
+
+class DedupeKey {
+ public:
+  static constexpr size_t kMaxInline = 200;
+
+  [[nodiscard]] static DedupeKey derive(const std::string& binding, const std::string& incarnation,
+                                        const Coordinates& coordinates);
+
+  [[nodiscard]] const std::string& value() const { return value_; }
+  // The engine-side capability to write this key (ENG-11).
+  [[nodiscard]] engine::DerivedKeyPass pass() const { return engine::DerivedKeyPass(value_); }
+
+ private:
+  explicit DedupeKey(std::string v) : value_(std::move(v)) {}
+  std::string value_;
+};
+
+}  // namespace harvest::connector

@@ -1,0 +1,38 @@
+// What a mapping function sees of a message (CON-3).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "connector/event_source.hpp"
+
+namespace harvest::connector {
+
+// A read-only view of one received message. Borrowed: valid only during the
+// mapping call.
+class MessageCtx {
+ public:
+  MessageCtx(const Message& message, const std::string& stream, const std::string& binding)
+      : message_(message), stream_(stream), binding_(binding) {}
+
+  // The raw record key, if the broker has one (Kafka).
+  [[nodiscard]] const std::optional<std::string>& key() const { return message_.key; }
+  // The key as text: present only when a key exists and is valid UTF-8.
+  [[nodiscard]] std::optional<std::string_view> key_str() const;
+  // The first Kafka header / SQS message attribute named `name`.
+  [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+  [[nodiscard]] const Coordinates& coordinates() const { return message_.coordinates; }
+  [[nodiscard]] const std::string& stream() const { return stream_; }
+  [[nodiscard]] const std::string& binding() const { return binding_; }
+  [[nodiscard]] int receive_count() const { return message_.receive_count; }
+
+ private:
+  const Message& message_;
+  const std::string& stream_;
+  const std::string& binding_;
+};
+
+[[nodiscard]] bool is_valid_utf8(std::string_view s);
+
+}  // namespace harvest::connector

@@ -1,0 +1,95 @@
+// An in-memory EventSource for users' tests (CON-15).
+//
+// Models either broker shape:
+// - kPositional (Kafka-like, the default): `push_kafka` delivers records with
+//   exact coordinates (push the same offset twice for a redelivery); ack
+//   records a committed offset per partition; abandon does nothing and
+//   `abandon_redelivers()` is false; `recover()` (unless disabled)
+//   redelivers every pushed record at or above each partition's commit.
+// - kRedelivering (SQS-like): `push_sqs` enqueues messages; ack deletes;
+//   abandon puts a message straight back with its receive count raised;
+//   `expire_in_flight()` plays a lapsed visibility timeout.
+// Everything acked and abandoned is recorded. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "connector/event_source.hpp"
+
+namespace harvest::connector {
+
+class MockSource final : public EventSource {
+ public:
+  enum class Kind { kPositional, kRedelivering };
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
+  explicit MockSource(std::string stream, Kind kind = Kind::kPositional);
+
+  void push_kafka(int32_t partition, int64_t offset, std::string payload,
+                  std::optional<std::string> key = std::nullopt, Headers headers = {});
+  // Returns the MessageId.
+  std::string push_sqs(std::string payload, Headers attributes = {},
+                       std::optional<std::string> message_id = std::nullopt);
+
+  // Configuration (call before use).
+  MockSource& subscription(std::string identity);
+  MockSource& dead_letter_destination(std::optional<std::string> destination);
+  MockSource& recoverable(bool can_recover);
+  MockSource& fail_acks(bool fail);
+  MockSource& lag_delay(std::chrono::milliseconds delay);
+  MockSource& fixed_lag(std::optional<int64_t> lag);
+  // Overrides what abandon_redelivers() reports (default: by kind).
+  MockSource& abandon_redelivers(bool redelivers);
+
+  // Redelivering kind: every received-but-unacked message becomes visible again.
+  void expire_in_flight();
+
+  // Records.
+  [[nodiscard]] std::vector<Message> acked() const;
+  [[nodiscard]] std::vector<Message> abandoned() const;
+  [[nodiscard]] std::optional<int64_t> committed(int32_t partition) const;
+  [[nodiscard]] size_t pending() const;  // queued, not yet received
+  [[nodiscard]] int recoveries() const;
+  [[nodiscard]] int lag_calls() const;
+
+  // EventSource.
+  [[nodiscard]] Result<std::vector<Message>> receive(size_t max,
+                                                     std::chrono::milliseconds timeout) override;
+  [[nodiscard]] Status ack(const std::vector<Message>& messages) override;
+  [[nodiscard]] Status abandon(const std::vector<Message>& messages) override;
+  [[nodiscard]] bool abandon_redelivers() const override;
+  [[nodiscard]] std::optional<std::string> dead_letter_destination() const override;
+  [[nodiscard]] Result<bool> recover() override;
+  [[nodiscard]] Result<std::optional<int64_t>> lag(
+      std::chrono::steady_clock::time_point deadline) override;
+  [[nodiscard]] std::string subscription_identity() const override;
+  [[nodiscard]] std::string stream() const override { return stream_; }
+
+ private:
+  std::string stream_;
+  Kind kind_;
+  mutable std::mutex mu_;
+  std::deque<Message> queue_;
+  std::map<std::string, Message> in_flight_;           // redelivering: by MessageId
+  std::map<int32_t, std::map<int64_t, Message>> log_;  // positional: every pushed record
+  std::map<int32_t, int64_t> committed_;
+  std::vector<Message> acked_, abandoned_;
+  std::string subscription_;
+  std::optional<std::string> dlq_;
+  bool recoverable_ = true;
+  bool fail_acks_ = false;
+  std::chrono::milliseconds lag_delay_{0};
+  std::optional<int64_t> fixed_lag_;
+  std::optional<bool> redelivers_;
+  int recoveries_ = 0;
+  int lag_calls_ = 0;
+  int next_id_ = 0;
+};
+
+}  // namespace harvest::connector

@@ -1,0 +1,154 @@
+// The connector runtime: one binding, one source, one loop (CON-5 … CON-14).
+//
+// A pass (`run_once`) checks for a stall, samples lag when due (budgeted),
+// receives a batch, dispatches each message under a `max_in_flight` permit
+// (map → derive the dedupe key → one durable engine transaction), then
+// settles the batch: acks exactly what harvest now durably owns (for Kafka
+// the contiguous completed prefix per partition), dead-letters poison,
+// leaves everything else unacked for the broker to redeliver, and checks for
+// a stall again. `run` repeats passes until stopped, answering a stall with
+// `EventSource::recover()`.
+//
+// Threads: `run`/`run_once` on the caller's thread (the consumer thread);
+// `max_in_flight` dispatch threads owned by the runtime; one lag-sampler
+// thread. Not reentrant: one consumer thread at a time.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <semaphore>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "connector/binding.hpp"
+#include "connector/commit_tracker.hpp"
+#include "connector/dead_letter.hpp"
+#include "connector/event_source.hpp"
+#include "connector/strike_counter.hpp"
+#include "engine/engine.hpp"
+#include "metrics/recorder.hpp"
+
+namespace harvest::connector {
+
+struct ConnectorRuntimeConfig {
+  // Longest wait for the first message of a batch. Default 1 s (SQS then
+  // long-polls instead of billing a call per round trip).
+  std::chrono::milliseconds poll_timeout{1000};
+  // Pause after an idle poll. Default 200 ms.
+  std::chrono::milliseconds idle_backoff{200};
+  // Lag is sampled at most this often, and a sample may take at most this
+  // long before it is abandoned. Measured from a sample's completion.
+  // Default 15 s.
+  std::chrono::milliseconds lag_sample_interval{15000};
+  // Messages requested per receive. 0 is floored to 1 at receive. Default 64.
+  size_t max_batch = 64;
+  // Completed offsets held behind an unsettled head before the partition
+  // counts as stalled. Default max(4 × max_in_flight, 32); 0 disables this
+  // heuristic (a retried head on a positional source is still a stall).
+  std::optional<size_t> stall_threshold;
+};
+
+struct PassSummary {
+  size_t received = 0;       // messages taken from the broker this pass
+  size_t acked = 0;          // dispatched (or replayed, or deferred) and acked
+  size_t retried = 0;        // left unacked for redelivery
+  size_t dead_lettered = 0;  // recorded as poison (sink row + ack, or handed to the broker)
+};
+
+enum class ConnectorErrorKind {
+  kStalled,  // a partition's commit prefix cannot advance (carries `stall`)
+  kSource,   // the source failed to receive (carries `source_error`)
+};
+
+struct ConnectorError {
+  ConnectorErrorKind kind;
+  std::string message;
+  std::optional<Stall> stall;
+  Error source_error;
+  PassSummary summary;  // what the pass did before failing
+};
+
+class ConnectorRuntime {
+ public:
+  // Keeps `binding`, `source` (shared with whoever else holds it) and a
+  // reference to `engine` (which must outlive the runtime). `mode` kAuto
+  // resolves to WorkflowId for a target with deferred admission, else
+  // BrokerCoordinates. The dead-letter sink starts as
+  // UnconfiguredDeadLetterSink: see with_dead_letter_sink.
+  ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
+                   std::shared_ptr<EventSource> source, engine::Engine& engine,
+                   std::shared_ptr<metrics::MetricsRecorder> metrics,
+                   IdempotencyMode mode = IdempotencyMode::kAuto,
+                   ConnectorRuntimeConfig config = {});
+  ~ConnectorRuntime();
+  ConnectorRuntime(const ConnectorRuntime&) = delete;
+  ConnectorRuntime& operator=(const ConnectorRuntime&) = delete;
+
+  ConnectorRuntime& with_dead_letter_sink(std::shared_ptr<DeadLetterSink> sink);
+
+  // One pass (see the file comment).
+  [[nodiscard]] std::expected<PassSummary, ConnectorError> run_once();
+  // Passes until `stop` is requested (returns success) or the binding must
+  // stop: a stall the source cannot recover from (returns the error, logged).
+  [[nodiscard]] Status run(std::stop_token stop);
+
+  [[nodiscard]] IdempotencyMode idempotency_mode() const { return mode_; }
+  [[nodiscard]] size_t stall_threshold() const { return stall_threshold_; }
+  [[nodiscard]] const SourceBinding& binding() const { return *binding_; }
+  [[nodiscard]] const CommitTracker& tracker() const { return tracker_; }
+  [[nodiscard]] const StrikeCounter& strikes() const { return strikes_; }
+
+ private:
+  enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry };
+  struct Dispatched {
+    Verdict verdict = Verdict::kRetry;
+    std::string reason;       // metric label: outcome, dead-letter or retry reason
+    bool fast_retry = false;  // hand back now (poison path), not at the broker's pace
+  };
+  Dispatched dispatch(const Message& m);
+  Dispatched poison(const Message& m, const std::string& key, const std::string& reason,
+                    const std::string& detail, int attempts);
+  void maybe_sample_lag();
+  void dispatch_loop(std::stop_token st);
+  void lag_loop(std::stop_token st);
+  metrics::Labels labels(std::string key, std::string value) const;
+
+  std::shared_ptr<const SourceBinding> binding_;
+  std::shared_ptr<EventSource> source_;
+  engine::Engine& engine_;
+  std::shared_ptr<metrics::MetricsRecorder> metrics_;
+  IdempotencyMode mode_;
+  ConnectorRuntimeConfig config_;
+  size_t stall_threshold_;
+  std::shared_ptr<DeadLetterSink> sink_;
+  CommitTracker tracker_;
+  StrikeCounter strikes_;
+
+  // Dispatch pool: max_in_flight threads; a permit is taken before each
+  // message is queued, so with one permit dispatch is strictly in batch order.
+  std::counting_semaphore<> permits_;
+  std::mutex queue_mu_;
+  std::condition_variable_any queue_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::jthread> dispatchers_;
+
+  // Lag sampling: one request at a time, on its own thread, so an
+  // over-budget sample can be abandoned without blocking the pass.
+  std::mutex lag_mu_;
+  std::condition_variable_any lag_cv_;
+  bool lag_requested_ = false;
+  bool lag_running_ = false;
+  uint64_t lag_epoch_ = 0;  // completed samples
+  std::optional<int64_t> lag_value_;
+  std::chrono::steady_clock::time_point lag_next_due_{};
+  std::jthread lag_thread_;
+};
+
+}  // namespace harvest::connector

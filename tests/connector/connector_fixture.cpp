@@ -1,0 +1,60 @@
+#include "connector_fixture.hpp"
+
+#include "common/fault.hpp"
+
+namespace harvest::connector::testing {
+
+engine::WorkflowRegistry connector_workflows() {
+  engine::WorkflowRegistry r;
+  r.add("fulfil_order",
+        [](engine::WorkflowContext&, Order o) { return "fulfilled " + o.order_id; });
+  r.add(
+      "throttled_order", [](engine::WorkflowContext&, Order o) { return o.order_id; },
+      engine::WorkflowOptions{
+          .throttle = engine::ThrottlePolicy{.starts = 1, .period = std::chrono::hours(1)}});
+  r.add("device_session", [](engine::WorkflowContext&, engine::Json) { return 0; });
+  return r;
+}
+
+SourceBinding order_binding(std::string name, std::string workflow) {
+  auto b = SourceBinding::starts(std::move(name), "orders.placed", std::move(workflow));
+  b.map_json([](const MessageCtx&, Order o) -> MapResult {
+    if (o.order_id.starts_with("reject")) return std::unexpected("no such customer yet");
+    if (o.order_id == "bad-input") return MappedMessage{"order-bad", engine::Json("not an order")};
+    return MappedMessage{"order-" + o.order_id, o};
+  });
+  return b;
+}
+
+std::string order_json(const std::string& id, long cents) {
+  return engine::Json{{"order_id", id}, {"total_cents", cents}}.dump();
+}
+
+void ConnectorTest::SetUp() {
+  PgTest::SetUp();
+  metrics_ = std::make_shared<metrics::RecordingMetrics>();
+  sink_ = std::make_shared<RecordingDeadLetterSink>();
+  engine::EngineConfig config;
+  config.metrics = metrics_;
+  engine_ = open_engine(connector_workflows(), config);
+  ASSERT_TRUE(engine_);
+}
+
+void ConnectorTest::TearDown() {
+  fault::disarm_all();
+  engine_.reset();
+  PgTest::TearDown();
+}
+
+std::unique_ptr<ConnectorRuntime> ConnectorTest::runtime(const SourceBinding& binding,
+                                                         std::shared_ptr<EventSource> source,
+                                                         ConnectorRuntimeConfig config,
+                                                         bool with_sink) {
+  auto rt = std::make_unique<ConnectorRuntime>(std::make_shared<const SourceBinding>(binding),
+                                               std::move(source), *engine_, metrics_,
+                                               IdempotencyMode::kAuto, config);
+  if (with_sink) rt->with_dead_letter_sink(sink_);
+  return rt;
+}
+
+}  // namespace harvest::connector::testing

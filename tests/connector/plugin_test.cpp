@@ -1,0 +1,206 @@
+// CON-4, CON-17: build-time refusals and warnings, each asserted by content;
+// the plugin wiring end to end on MockSource.
+#include "plugin/plugin.hpp"
+
+#include <gtest/gtest.h>
+
+#include "common/log.hpp"
+#include "connector_fixture.hpp"
+
+namespace harvest::plugin {
+namespace {
+
+using connector::IdempotencyMode;
+using connector::MockSource;
+using connector::SourceBinding;
+using connector::testing::connector_workflows;
+using connector::testing::order_binding;
+using connector::testing::order_json;
+using namespace std::chrono_literals;
+
+std::shared_ptr<MockSource> mock(std::string subscription, std::string stream = "orders.placed") {
+  auto s = std::make_shared<MockSource>(stream);
+  s->subscription(std::move(subscription));
+  return s;
+}
+
+class PluginTest : public harvest::testing::PgTest {
+ protected:
+  HarvestPlugin plugin() {
+    HarvestPlugin p;
+    engine::EngineConfig config;
+    config.database_url = db_url();
+    config.profile = "test";
+    p.engine_config(config).workflows(connector_workflows());
+    return p;
+  }
+  std::string refusal_of(HarvestPlugin p) {
+    try {
+      (void)p.build();
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(PluginTest, refuses_an_unregistered_target_workflow) {
+  auto msg = refusal_of(plugin().connector(order_binding("orders", "no_such_flow"), mock("a")));
+  EXPECT_NE(msg.find("binding 'orders' targets workflow 'no_such_flow', which is not registered"),
+            std::string::npos)
+      << msg;
+}
+
+TEST_F(PluginTest, refuses_duplicate_binding_names) {
+  auto msg = refusal_of(plugin()
+                            .connector(order_binding("orders"), mock("a"))
+                            .connector(order_binding("orders"), mock("b")));
+  EXPECT_NE(msg.find("two connectors are named 'orders'"), std::string::npos) << msg;
+}
+
+TEST_F(PluginTest, refuses_two_bindings_on_one_subscription_naming_both) {
+  auto msg = refusal_of(plugin()
+                            .connector(order_binding("orders-a"), mock("kafka|a:9092|g|t"))
+                            .connector(order_binding("orders-b"), mock("kafka|a:9092|g|t")));
+  EXPECT_NE(msg.find("bindings 'orders-a' and 'orders-b' consume the same subscription"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("own consumer group"), std::string::npos);
+}
+
+TEST_F(PluginTest, refuses_broker_native_dead_letter_without_a_destination) {
+  auto b = order_binding();
+  b.broker_native_dead_letter();
+  auto msg = refusal_of(plugin().connector(b, mock("a")));
+  EXPECT_NE(msg.find("binding 'orders' uses broker_native_dead_letter() but its source reports "
+                     "no dead-letter destination"),
+            std::string::npos)
+      << msg;
+  auto with_dlq = mock("b");
+  with_dlq->dead_letter_destination("arn:dlq");
+  EXPECT_EQ(refusal_of(plugin().connector(b, with_dlq)), "");
+}
+
+TEST_F(PluginTest, refuses_forced_coordinates_on_a_deferred_admission_workflow) {
+  auto b = order_binding("throttled", "throttled_order");
+  b.idempotency_mode(IdempotencyMode::kBrokerCoordinates);
+  auto msg = refusal_of(plugin().connector(b, mock("a")));
+  EXPECT_NE(msg.find("binding 'throttled' forces idempotency_mode(BrokerCoordinates) on workflow "
+                     "'throttled_order', which has a throttle admission policy"),
+            std::string::npos)
+      << msg;
+}
+
+TEST_F(PluginTest, refuses_a_binding_without_mapping_and_max_in_flight_zero) {
+  auto unmapped = SourceBinding::starts("bare", "orders.placed", "fulfil_order");
+  auto msg = refusal_of(plugin().connector(unmapped, mock("a")));
+  EXPECT_NE(msg.find("binding 'bare' has no mapping function"), std::string::npos) << msg;
+  auto zero = order_binding("zero");
+  zero.max_in_flight(0);
+  msg = refusal_of(plugin().connector(zero, mock("b")));
+  EXPECT_NE(msg.find("binding 'zero' has max_in_flight(0)"), std::string::npos) << msg;
+}
+
+TEST_F(PluginTest, distinct_subscriptions_on_one_topic_are_accepted_with_a_fan_in_warning) {
+  log::LogCapture capture;
+  auto app = plugin()
+                 .connector(order_binding("orders-a"), mock("kafka|a:9092|group-1|t"))
+                 .connector(order_binding("orders-b"), mock("kafka|a:9092|group-2|t"))
+                 .start_idempotency_window(std::chrono::hours(24 * 7))
+                 .build();
+  ASSERT_TRUE(app);
+  EXPECT_TRUE(
+      capture.contains({"bindings 'orders-a' and 'orders-b' feed stream 'orders.placed' "
+                        "into workflow 'fulfil_order' from different subscriptions",
+                        "fan-in"}));
+}
+
+TEST_F(PluginTest,
+       warns_on_the_default_window_for_coordinate_starts_and_is_silenced_by_setting_it) {
+  {
+    log::LogCapture capture;
+    auto app = plugin().connector(order_binding(), mock("a")).build();
+    EXPECT_TRUE(capture.contains({"binding 'orders' dedupes on broker coordinates", "24 h default",
+                                  "start_idempotency_window"}));
+  }
+  {
+    log::LogCapture capture;
+    auto app = plugin()
+                   .connector(order_binding(), mock("a"))
+                   .start_idempotency_window(std::chrono::hours(1))
+                   .build();
+    EXPECT_EQ(capture.count_containing("24 h default"), 0u);
+  }
+  {
+    log::LogCapture capture;  // workflow-id dedupe: the window is not what protects it
+    auto app = plugin().connector(order_binding("t", "throttled_order"), mock("a")).build();
+    EXPECT_EQ(capture.count_containing("24 h default"), 0u);
+  }
+}
+
+TEST_F(PluginTest, warns_for_signals_with_start_targets_under_retention_with_the_effective_age) {
+  log::LogCapture capture;
+  auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
+                                             "reading");
+  b.map_json([](const connector::MessageCtx&, engine::Json j) -> connector::MapResult {
+    return connector::MappedMessage{"device-" + j.value("id", "x"), j};
+  });
+  auto app = plugin()
+                 .connector(b, mock("q"))
+                 .retention(engine::RetentionConfig{}
+                                .with_max_age(std::chrono::hours(72))
+                                .with_workflow_max_age("device_session", std::chrono::hours(24)))
+                 .build();
+  EXPECT_TRUE(capture.contains({"binding 'telemetry'", "workflow 'device_session'", "86400 s"}));
+}
+
+TEST(ValidateConnectors, warns_when_more_than_one_shard_is_readable) {
+  auto workflows = connector_workflows();
+  std::vector<ConnectorSpec> specs{{order_binding(), mock("a"), {}}};
+  ValidationContext ctx{&workflows, true, {}, 2, {}};
+  auto report = validate_connectors(specs, ctx);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("binding 'orders' dedupes on broker coordinates, which is "
+                                    "shard-local, and 2 shards are readable"),
+            std::string::npos);
+  ctx.readable_shards = 1;
+  EXPECT_TRUE(validate_connectors(specs, ctx).warnings.empty());
+}
+
+TEST_F(PluginTest, warns_naming_a_pending_plugin_migration) {
+  ASSERT_TRUE(db().exec("DELETE FROM harvest_schema_migrations WHERE set_name = 'connector'"));
+  ASSERT_TRUE(db().exec("DROP TABLE harvest_connector_dead_letters"));
+  log::LogCapture capture;
+  auto app = plugin()
+                 .connector(order_binding(), mock("a"))
+                 .start_idempotency_window(std::chrono::hours(48))
+                 .build();
+  EXPECT_TRUE(capture.contains({"connector bindings 'orders'", "connector/0001_dead_letters",
+                                "pending", "harvest migrate"}));
+}
+
+TEST_F(PluginTest, the_app_consumes_to_completion_with_the_postgres_sink) {
+  auto source = mock("a");
+  for (int o = 0; o < 20; ++o) source->push_kafka(o % 2, o / 2, order_json(std::to_string(o)));
+  source->push_kafka(0, 10, "poison");
+  auto app = plugin()
+                 .connector_with_config(order_binding(), source,
+                                        connector::ConnectorRuntimeConfig{.idle_backoff = 10ms})
+                 .worker(engine::WorkerConfig{.concurrency = 2, .poll_interval = 10ms})
+                 .start_idempotency_window(std::chrono::hours(48))
+                 .build();
+  app->start();
+  ASSERT_TRUE(eventually([&] {
+    return scalar("SELECT count(*) FROM harvest_workflow_executions WHERE status = 'completed'") ==
+           20;
+  }));
+  ASSERT_TRUE(eventually([&] { return source->committed(0) == 11; }));
+  EXPECT_EQ(source->committed(1), 10);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_connector_dead_letters WHERE reason = "
+                   "'undecodable'"),
+            1);
+  app->stop();
+}
+
+}  // namespace
+}  // namespace harvest::plugin

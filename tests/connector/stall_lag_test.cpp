@@ -1,0 +1,179 @@
+// CON-7 (stall detection and recovery), CON-12, CON-14 (budgeted lag sampling).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/log.hpp"
+#include "connector_fixture.hpp"
+
+namespace harvest::connector::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST_F(ConnectorTest, a_retried_head_on_a_positional_source_is_stalled_at_once) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), source);
+  source->push_kafka(0, 10, order_json("reject-10"));
+  source->push_kafka(0, 11, order_json("A-11"));
+  source->push_kafka(0, 12, order_json("A-12"));
+  auto r = rt->run_once();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ConnectorErrorKind::kStalled);
+  ASSERT_TRUE(r.error().stall);
+  EXPECT_EQ(r.error().stall->partition, (PartitionKey{"orders.placed", 0}));
+  EXPECT_EQ(r.error().stall->head, 10);
+  EXPECT_EQ(r.error().stall->depth, 2u);
+  EXPECT_EQ(r.error().summary.acked, 2u);
+  EXPECT_EQ(r.error().summary.retried, 1u);
+  EXPECT_EQ(source->committed(0), std::nullopt) << "11 and 12 settled but 10 blocks the prefix";
+  // Checked before the next receive too: a wedged binding pulls nothing more.
+  source->push_kafka(0, 13, order_json("A-13"));
+  auto again = rt->run_once();
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().summary.received, 0u);
+  EXPECT_EQ(source->pending(), 1u);
+}
+
+TEST_F(ConnectorTest, stall_threshold_zero_disables_only_the_backlog_heuristic) {
+  ConnectorRuntimeConfig config;
+  config.stall_threshold = 0;
+  auto positional = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), positional, config);
+  positional->push_kafka(0, 0, order_json("reject-0"));
+  auto r = rt->run_once();
+  ASSERT_FALSE(r) << "a retried head is still a stall with threshold 0";
+  EXPECT_TRUE(r.error().stall->retried_head);
+
+  // A positional stream whose abandon does redeliver: only the backlog can
+  // reveal a head that is not settling.
+  auto redelivering = std::make_shared<MockSource>("orders.placed");
+  redelivering->abandon_redelivers(true).subscription("other");
+  auto b = order_binding("orders2");
+  b.poison_threshold(0);
+  auto off = runtime(b, redelivering, config);
+  auto on = runtime(order_binding("orders3"), redelivering);  // default threshold
+  EXPECT_EQ(on->stall_threshold(), 64u) << "max(4 x 16, 32)";
+  redelivering->push_kafka(0, 0, order_json("reject-0"));
+  for (int o = 1; o <= 70; ++o) redelivering->push_kafka(0, o, order_json(std::to_string(o)));
+  auto pass = off->run_once();
+  ASSERT_TRUE(pass) << "threshold 0: no backlog stall";
+  EXPECT_EQ(pass->acked, 63u);
+  EXPECT_EQ(pass->retried, 1u);
+  auto rest = off->run_once();
+  ASSERT_TRUE(rest) << "70 completed behind the head, still no stall";
+  EXPECT_EQ(rest->acked, 7u);
+}
+
+TEST_F(ConnectorTest, a_backlog_behind_an_unsettled_head_is_a_stall) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  source->abandon_redelivers(true);
+  ConnectorRuntimeConfig config;
+  config.stall_threshold = 5;
+  auto b = order_binding();
+  b.poison_threshold(0);
+  auto rt = runtime(b, source, config);
+  source->push_kafka(0, 0, order_json("reject-0"));
+  for (int o = 1; o <= 4; ++o) source->push_kafka(0, o, order_json(std::to_string(o)));
+  ASSERT_TRUE(rt->run_once()) << "4 completed behind the head: under the bound";
+  source->push_kafka(0, 5, order_json("5"));
+  auto r = rt->run_once();
+  ASSERT_FALSE(r);
+  EXPECT_FALSE(r.error().stall->retried_head);
+  EXPECT_EQ(r.error().stall->depth, 5u);
+  EXPECT_EQ(r.error().stall->bound, 5u);
+  EXPECT_NE(r.error().message.find("orders.placed[0]"), std::string::npos);
+}
+
+TEST_F(ConnectorTest, recovery_redelivers_and_strikes_survive_it_until_dead_letter) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  ConnectorRuntimeConfig config;
+  config.idle_backoff = 10ms;
+  auto rt = runtime(order_binding(), source, config);  // poison threshold 3
+  source->push_kafka(0, 0, order_json("reject-0"));
+  source->push_kafka(0, 1, order_json("A-1"));
+  std::stop_source stop;
+  std::jthread consumer([&] { EXPECT_TRUE(rt->run(stop.get_token())); });
+  ASSERT_TRUE(eventually([&] { return source->committed(0) == 2; }));
+  stop.request_stop();
+  consumer.join();
+  EXPECT_EQ(source->recoveries(), 2) << "rejected twice, stalled twice, rebuilt twice";
+  ASSERT_EQ(sink_->letters().size(), 1u);
+  EXPECT_EQ(sink_->letters()[0].attempts, 3) << "strikes were kept across recoveries";
+  EXPECT_EQ(executions(), 1);
+}
+
+TEST_F(ConnectorTest, a_source_that_cannot_recover_stops_the_binding_with_an_error) {
+  log::LogCapture capture;
+  auto source = std::make_shared<MockSource>("orders.placed");
+  source->recoverable(false);
+  auto rt = runtime(order_binding(), source);
+  source->push_kafka(0, 0, order_json("reject-0"));
+  std::stop_source never;
+  auto result = rt->run(never.get_token());  // returns by itself
+  ASSERT_FALSE(result);
+  EXPECT_TRUE(capture.contains({"cannot rebuild itself", "orders", "stopping"}));
+  EXPECT_EQ(source->recoveries(), 0);
+}
+
+TEST_F(ConnectorTest, max_batch_zero_is_floored_to_one) {
+  ConnectorRuntimeConfig config;
+  config.max_batch = 0;
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), source, config);
+  source->push_kafka(0, 0, order_json("A"));
+  source->push_kafka(0, 1, order_json("B"));
+  auto s = rt->run_once();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->received, 1u);
+}
+
+TEST_F(ConnectorTest, a_successful_lag_sample_sets_the_gauge) {
+  ConnectorRuntimeConfig config;
+  config.lag_sample_interval = 1s;
+  auto source = std::make_shared<MockSource>("orders.placed");
+  source->fixed_lag(42);
+  auto rt = runtime(order_binding(), source, config);
+  ASSERT_TRUE(rt->run_once());
+  EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), 42);
+}
+
+TEST_F(ConnectorTest, an_over_budget_lag_sample_is_abandoned_and_the_next_waits_a_full_interval) {
+  log::LogCapture capture;
+  ConnectorRuntimeConfig config;
+  config.lag_sample_interval = 300ms;
+  auto source = std::make_shared<MockSource>("orders.placed");
+  source->fixed_lag(7).lag_delay(500ms);
+  auto rt = runtime(order_binding(), source, config);
+  source->push_kafka(0, 0, order_json("A"));
+  auto t0 = std::chrono::steady_clock::now();
+  auto s = rt->run_once();
+  auto pass_time = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->received, 1u) << "receive continues after an abandoned sample";
+  EXPECT_LT(pass_time, 450ms) << "the pass waited only the budget";
+  EXPECT_TRUE(capture.contains({"lag sample exceeded its budget", "orders"}));
+  EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), std::nullopt)
+      << "gauge not updated";
+  // While the abandoned sample still runs and for a full interval after it
+  // completes (at ~500 ms), no new sample starts.
+  ASSERT_TRUE(rt->run_once());
+  EXPECT_EQ(source->lag_calls(), 1);
+  std::this_thread::sleep_for(600ms - (std::chrono::steady_clock::now() - t0));
+  ASSERT_TRUE(rt->run_once());  // t ≈ 600 ms: completed at 500, next due at 800
+  EXPECT_EQ(source->lag_calls(), 1) << "the interval counts from the sample's completion";
+  source->lag_delay(0ms);
+  ASSERT_TRUE(eventually(
+      [&] {
+        (void)rt->run_once();
+        return source->lag_calls() == 2;
+      },
+      2s));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 790ms);
+  ASSERT_TRUE(eventually([&] {
+    return metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}) == 7;
+  }));
+}
+
+}  // namespace
+}  // namespace harvest::connector::testing
