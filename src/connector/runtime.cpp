@@ -240,7 +240,10 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
       std::lock_guard lock(queue_mu_);
       queue_.push_back([this, i, &messages, &results, &done] {
         try {
+          auto t0 = Clock::now();
           results[i] = dispatch(messages[i]);
+          metrics_->observe(metrics::kConnectorDispatchSeconds, {{"source", binding_->name()}},
+                            std::chrono::duration<double>(Clock::now() - t0).count());
         } catch (const std::exception& e) {
           // A dispatch must never take the runtime down; treat as transient.
           log::error("binding '{}': dispatch of {} failed unexpectedly: {}", binding_->name(),

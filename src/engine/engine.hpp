@@ -75,6 +75,16 @@ class Engine {
       SignalWithStartRequest request, const DerivedKeyPass& key);
 
   [[nodiscard]] Result<ExecutionView> get_execution(const std::string& execution_id);
+  // Newest first; a filter value that matches nothing yields an empty page.
+  [[nodiscard]] Result<ExecutionPage> list_executions(const ExecutionFilter& filter);
+  // Runs that exhausted their retries and have not been replayed (ENG-14).
+  [[nodiscard]] Result<std::vector<EngineDeadLetter>> list_dead_letters(size_t limit = 100);
+  // Re-runs a dead-lettered execution from its recorded history (steps that
+  // completed are not executed again), with a fresh attempt budget.
+  // NotFound when the execution is not in the dead letters.
+  [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);
+  // Probes every shard.
+  [[nodiscard]] std::vector<ShardStatus> shard_status();
   [[nodiscard]] Result<std::optional<std::string>> find_execution(const std::string& workflow,
                                                                   const std::string& workflow_id);
 

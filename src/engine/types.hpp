@@ -97,12 +97,36 @@ struct ThrottlePolicy {
   std::chrono::milliseconds period{1000};
 };
 
+// Debounce admission (ENG-8): starts of one workflow_id arriving within
+// `window` of each other collapse into one run, fired `window` after the last
+// of them, with the last input. Each fired run's workflow_id is
+// "<workflow_id>#<n>" (n counts the runs fired for that id).
+struct DebouncePolicy {
+  std::chrono::milliseconds window{1000};
+};
+
+// Batch admission (ENG-8): admissions are collected and started as one run
+// whose input is the JSON array of their inputs, once `max_size` are waiting
+// or the oldest has waited `max_wait`. The workflow's input type is therefore
+// an array (e.g. std::vector<Item>).
+struct BatchPolicy {
+  size_t max_size = 100;
+  std::chrono::milliseconds max_wait{1000};
+};
+
 struct WorkflowOptions {
-  // Runs of this type that fail are retried up to this many attempts in all.
+  // Runs of this type that fail are retried up to this many attempts in all;
+  // a run that exhausts them lands in the engine's dead letters (ENG-14).
   int max_attempts = 3;
   // Delay before the second attempt; doubles for each later one.
   std::chrono::milliseconds retry_backoff{1000};
+  // Admission policies; a start with an idempotency key is refused on a
+  // workflow with any of them (they defer the start: no id to return).
   std::optional<ThrottlePolicy> throttle;
+  std::optional<DebouncePolicy> debounce;
+  std::optional<BatchPolicy> batch;
+
+  [[nodiscard]] bool defers_admission() const { return throttle || debounce || batch; }
 };
 
 // Retention of terminal runs (ENG-10). Live runs are never purged.
@@ -138,6 +162,10 @@ struct EngineConfig {
   // "dev" applies pending migrations at open and, with no URL, starts a
   // private cluster. Default: $HARVEST_PROFILE.
   std::string profile;
+  // Extra shards (ENG-15): when set, these URLs are the shards, in order, and
+  // the URLs above are ignored. Default: $HARVEST_SHARD_URLS (comma-separated).
+  std::vector<std::string> shard_urls;
+  // Connections per shard.
   size_t pool_size = 16;
   std::chrono::milliseconds pool_acquire_timeout{5000};
   // How long a keyed start owns its key (ENG-5). Default 24 h.
@@ -166,6 +194,52 @@ struct ExecutionView {
   std::optional<std::string> start_source_ref;
   int attempt = 1;
   std::vector<HistoryEvent> history;
+};
+
+// Listing executions (newest first), with filters and cursor paging.
+struct ExecutionFilter {
+  std::optional<std::string> workflow;
+  std::optional<std::string> status;
+  std::optional<std::string> start_source;
+  size_t limit = 50;  // capped at 500
+  // The `next_cursor` of the previous page.
+  std::optional<std::string> cursor;
+};
+
+struct ExecutionSummary {
+  std::string id;
+  std::string workflow_name;
+  std::optional<std::string> workflow_id;
+  std::string status;
+  std::string start_source;
+  std::optional<std::string> start_source_ref;
+  int attempt = 1;
+  std::string created_at;  // ISO 8601, UTC
+  std::optional<std::string> completed_at;
+  int shard = 0;
+};
+
+struct ExecutionPage {
+  std::vector<ExecutionSummary> items;
+  std::optional<std::string> next_cursor;  // absent on the last page
+};
+
+// A run that exhausted its retries (ENG-14).
+struct EngineDeadLetter {
+  std::string execution_id;
+  std::string workflow_name;
+  std::optional<std::string> workflow_id;
+  std::string error;
+  int attempts = 0;
+  std::string failed_at;  // ISO 8601, UTC
+  int shard = 0;
+};
+
+struct ShardStatus {
+  int index = 0;
+  std::string location;  // host:port/database (no credentials)
+  bool readable = false;
+  std::optional<std::string> error;
 };
 
 }  // namespace harvest::engine

@@ -46,6 +46,13 @@ std::optional<double> RecordingMetrics::gauge(const std::string& name, const Lab
   return it->second;
 }
 
+std::vector<double> RecordingMetrics::observations(const std::string& name,
+                                                  const Labels& labels) const {
+  std::lock_guard lock(mu_);
+  auto it = observations_.find({name, sorted(labels)});
+  return it == observations_.end() ? std::vector<double>{} : it->second;
+}
+
 std::vector<std::pair<std::string, Labels>> RecordingMetrics::series() const {
   std::lock_guard lock(mu_);
   std::vector<std::pair<std::string, Labels>> out;

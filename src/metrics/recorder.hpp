@@ -26,6 +26,8 @@ inline constexpr const char* kConnectorDispatched = "harvest.connector.dispatche
 inline constexpr const char* kConnectorDeadLettered = "harvest.connector.dead_lettered";
 inline constexpr const char* kConnectorRetried = "harvest.connector.retried";
 inline constexpr const char* kConnectorLag = "harvest.connector.lag";
+// Seconds from mapping a message to its durable commit (histogram).
+inline constexpr const char* kConnectorDispatchSeconds = "harvest.connector.dispatch_seconds";
 
 // Thread-safe: implementations are called from many threads.
 class MetricsRecorder {
@@ -55,6 +57,8 @@ class RecordingMetrics final : public MetricsRecorder {
   // Sum of a counter over all label sets.
   [[nodiscard]] double counter_total(const std::string& name) const;
   [[nodiscard]] std::optional<double> gauge(const std::string& name, const Labels& labels) const;
+  [[nodiscard]] std::vector<double> observations(const std::string& name,
+                                                 const Labels& labels) const;
   // Every label set ever used with any metric.
   [[nodiscard]] std::vector<std::pair<std::string, Labels>> series() const;
 
