@@ -20,7 +20,7 @@ Clock::time_point from_ms(long long ms) {
 }  // namespace
 
 void RunState::load() {
-  auto conn = engine_.pool().acquire();
+  auto conn = pool().acquire();
   if (!conn) throw HistoryUnavailable{conn.error()};
   auto seq = (*conn)->exec("SELECT signal_seq FROM harvest_workflow_executions WHERE id = $1",
                            {execution_id});
@@ -56,7 +56,7 @@ const RecordedOp* RunState::next_recorded(const std::string& kind, const std::st
 }
 
 void RunState::record(const std::string& kind, const std::string& name, const Json& payload) {
-  auto conn = engine_.pool().acquire();
+  auto conn = pool().acquire();
   if (!conn) throw HistoryUnavailable{conn.error()};
   auto tx = store::Transaction::begin(**conn);
   if (!tx) throw HistoryUnavailable{tx.error()};
@@ -84,7 +84,7 @@ void RunState::record(const std::string& kind, const std::string& name, const Js
 }
 
 std::optional<std::pair<long long, Json>> RunState::next_signal(const std::string& name) {
-  auto conn = engine_.pool().acquire();
+  auto conn = pool().acquire();
   if (!conn) throw HistoryUnavailable{conn.error()};
   long long after = last_signal_id.contains(name) ? last_signal_id[name] : 0;
   auto r = (*conn)->exec(

@@ -116,15 +116,15 @@ Status check_caller_key(const std::optional<std::string>& key) {
   return {};
 }
 
-Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::string url,
+Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std::string> urls,
                DeploymentMode mode)
-    : config_(std::move(config)),
-      workflows_(std::move(workflows)),
-      url_(std::move(url)),
-      mode_(mode) {
+    : config_(std::move(config)), workflows_(std::move(workflows)), mode_(mode) {
   if (!config_.metrics) config_.metrics = std::make_shared<metrics::NoopMetrics>();
-  pool_ = std::make_unique<store::Pool>(
-      store::PoolConfig{url_, config_.pool_size, config_.pool_acquire_timeout});
+  for (auto& url : urls) {
+    auto pool = std::make_unique<store::Pool>(
+        store::PoolConfig{url, config_.pool_size, config_.pool_acquire_timeout});
+    shards_.push_back(Shard{std::move(url), std::move(pool)});
+  }
 }
 
 Engine::~Engine() = default;
@@ -154,28 +154,79 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
         "separate harvest database), or HARVEST_PROFILE=dev for a private local cluster"));
   }
 
-  std::unique_ptr<Engine> engine(new Engine(std::move(config), std::move(workflows), url, mode));
+  std::vector<std::string> urls{url};
+  if (config.shard_urls.empty()) {
+    std::string list = env_or("", "HARVEST_SHARD_URLS");
+    for (size_t pos = 0; !list.empty() && pos <= list.size();) {
+      size_t comma = list.find(',', pos);
+      std::string u =
+          list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      if (!u.empty()) config.shard_urls.push_back(u);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  if (!config.shard_urls.empty()) urls = config.shard_urls;
+
+  std::unique_ptr<Engine> engine(
+      new Engine(std::move(config), std::move(workflows), std::move(urls), mode));
   std::vector<store::MigrationSet> sets{engine_migrations()};
   for (auto& s : plugin_migrations) sets.push_back(std::move(s));
-  auto conn = engine->pool_->acquire();
-  if (!conn) return fail(conn.error());
-  if (dev) {
-    auto applied = store::apply_migrations(**conn, sets);
-    if (!applied) return fail(applied.error());
-  } else {
-    auto pending = store::pending_migrations(**conn, sets);
-    if (!pending) return fail(pending.error());
-    for (const auto& p : *pending) {
-      log::warn("pending migration {}: run `harvest migrate` before serving traffic", p.label());
+  // Every shard carries the full schema (plugin tables included).
+  for (size_t i = 0; i < engine->shards_.size(); ++i) {
+    auto conn = engine->shards_[i].pool->acquire();
+    if (!conn) return fail(conn.error());
+    if (dev) {
+      auto applied = store::apply_migrations(**conn, sets);
+      if (!applied) return fail(applied.error());
+    } else {
+      auto pending = store::pending_migrations(**conn, sets);
+      if (!pending) return fail(pending.error());
+      for (const auto& p : *pending) {
+        log::warn("pending migration {}{}: run `harvest migrate` before serving traffic", p.label(),
+                  engine->shards_.size() > 1 ? fmt::format(" on shard {}", i) : "");
+      }
+      if (i == 0) engine->pending_at_open_ = *pending;
     }
-    engine->pending_at_open_ = *pending;
   }
   return engine;
 }
 
 bool Engine::has_deferred_admission(std::string_view workflow) const {
   const WorkflowDef* def = workflows_.find(workflow);
-  return def && def->options.throttle.has_value();
+  return def && def->options.defers_admission();
+}
+
+size_t Engine::route(const std::string& workflow, const std::optional<std::string>& workflow_id,
+                     const std::optional<std::string>& key) {
+  if (shards_.size() == 1) return 0;
+  const std::optional<std::string>& by = workflow_id ? workflow_id : key;
+  if (!by) return round_robin_.fetch_add(1, std::memory_order_relaxed) % shards_.size();
+  // FNV-1a 64: stable across builds and processes, unlike std::hash.
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::string_view part) {
+    for (unsigned char c : part) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff;  // separator: ("ab","c") and ("a","bc") differ
+    h *= 1099511628211ULL;
+  };
+  mix(workflow);
+  mix(*by);
+  return h % shards_.size();
+}
+
+Result<std::optional<size_t>> Engine::locate(const std::string& execution_id) {
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    auto conn = shards_[i].pool->acquire();
+    if (!conn) return fail(conn.error());
+    auto r = (*conn)->exec("SELECT 1 FROM harvest_workflow_executions WHERE id::text = $1",
+                           {execution_id});
+    if (!r) return fail(r.error());
+    if (!r->empty()) return std::optional<size_t>{i};
+  }
+  return std::optional<size_t>{};
 }
 
 std::vector<store::PendingMigration> Engine::pending_migrations_at_open() const {
@@ -200,7 +251,7 @@ Result<StartOutcome> Engine::start_derived(StartRequest request, const DerivedKe
 }
 
 Result<StartOutcome> Engine::start_checked(const StartRequest& request) {
-  auto conn = pool_->acquire();
+  auto conn = pool(route(request.workflow, request.workflow_id, request.idempotency_key)).acquire();
   if (!conn) {
     Result<StartOutcome> r = fail(conn.error());
     record_start(request.workflow, r);
@@ -227,7 +278,8 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
                                       bool own_transaction) {
   const WorkflowDef* def = workflows_.find(req.workflow);
   if (!def) return fail(Error::not_found(fmt::format("unknown workflow '{}'", req.workflow)));
-  if (auto bad = def->validate_input(req.input)) {
+  // A batched workflow's input is the array of its admissions.
+  if (auto bad = def->validate_input(def->options.batch ? Json::array({req.input}) : req.input)) {
     return fail(Error::invalid_input(
         fmt::format("input does not match workflow '{}': {}", req.workflow, *bad)));
   }
@@ -236,12 +288,13 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
       return fail(Error::bad_request(
           fmt::format("idempotency key must be 1..{} bytes long", kMaxKeyLength)));
     }
-    if (def->options.throttle) {
+    if (def->options.defers_admission()) {
       return fail(Error::bad_request(fmt::format(
-          "workflow '{}' has a throttle admission policy, which defers starts and has no "
+          "workflow '{}' has a {} admission policy, which defers starts and has no "
           "execution id to return for an idempotency key; omit the key and use workflow_id "
           "for deduplication",
-          req.workflow)));
+          req.workflow,
+          def->options.throttle ? "throttle" : (def->options.debounce ? "debounce" : "batch"))));
     }
   }
   if (req.workflow_id && req.workflow_id->empty()) {
@@ -261,6 +314,34 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
     return outcome;
   };
   const std::string source(to_string(req.source));
+
+  if (def->options.debounce) {
+    if (!req.workflow_id) {
+      return fail(Error::bad_request(fmt::format(
+          "workflow '{}' is debounced: a start needs a workflow_id to collapse on", req.workflow)));
+    }
+    // Trailing-edge debounce: every start pushes the firing time out and
+    // replaces the input; the maintenance loop fires it once quiet.
+    auto d = conn.exec(
+        "INSERT INTO harvest_debounce (workflow_name, workflow_id, input, start_source, "
+        "start_source_ref, fire_at) VALUES ($1, $2, $3::jsonb, $4, $5, now() + $6 * interval "
+        "'1 millisecond') ON CONFLICT (workflow_name, workflow_id) DO UPDATE SET "
+        "input = EXCLUDED.input, start_source = EXCLUDED.start_source, "
+        "start_source_ref = EXCLUDED.start_source_ref, fire_at = EXCLUDED.fire_at, pending = true",
+        {def->name, req.workflow_id, req.input.dump(), source, req.source_ref,
+         std::to_string(def->options.debounce->window.count())});
+    if (!d) return fail(d.error());
+    return finish({StartOutcomeKind::kDeferred, std::nullopt});
+  }
+
+  if (def->options.batch) {
+    auto b = conn.exec(
+        "INSERT INTO harvest_batch_items (workflow_name, input, start_source, start_source_ref) "
+        "VALUES ($1, $2::jsonb, $3, $4)",
+        {def->name, req.input.dump(), source, req.source_ref});
+    if (!b) return fail(b.error());
+    return finish({StartOutcomeKind::kDeferred, std::nullopt});
+  }
 
   if (def->options.throttle) {
     const auto& policy = *def->options.throttle;
@@ -370,7 +451,17 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
 Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
   if (auto ok = check_caller_key(req.idempotency_key); !ok) return fail(ok.error());
   if (req.name.empty()) return fail(Error::bad_request("signal name must not be empty"));
-  auto conn = pool_->acquire();
+  // Signals follow their target's shard.
+  size_t shard = 0;
+  if (req.target.execution_id) {
+    auto where = locate(*req.target.execution_id);
+    if (!where) return fail(where.error());
+    if (!*where) return fail(Error::not_found("no such execution for signal"));
+    shard = **where;
+  } else if (req.target.workflow && req.target.workflow_id) {
+    shard = route(*req.target.workflow, req.target.workflow_id, std::nullopt);
+  }
+  auto conn = pool(shard).acquire();
   if (!conn) return fail(conn.error());
   auto tx = store::Transaction::begin(**conn);
   if (!tx) return fail(tx.error());
@@ -440,7 +531,7 @@ Result<SignalWithStartOutcome> Engine::signal_with_start_checked(
     return fail(Error::invalid_input(
         fmt::format("start input does not match workflow '{}': {}", req.workflow, *bad)));
   }
-  auto conn = pool_->acquire();
+  auto conn = pool(route(req.workflow, req.workflow_id, std::nullopt)).acquire();
   if (!conn) return fail(conn.error());
   auto tx = store::Transaction::begin(**conn);
   if (!tx) return fail(tx.error());
@@ -486,7 +577,10 @@ Result<SignalWithStartOutcome> Engine::signal_with_start_checked(
 }
 
 Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
-  auto conn = pool_->acquire();
+  auto where = locate(execution_id);
+  if (!where) return fail(where.error());
+  if (!*where) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
+  auto conn = pool(**where).acquire();
   if (!conn) return fail(conn.error());
   auto r = (*conn)->exec(
       "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
@@ -526,7 +620,7 @@ Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
 
 Result<std::optional<std::string>> Engine::find_execution(const std::string& workflow,
                                                           const std::string& workflow_id) {
-  auto conn = pool_->acquire();
+  auto conn = pool(route(workflow, workflow_id, std::nullopt)).acquire();
   if (!conn) return fail(conn.error());
   auto r = (*conn)->exec(
       "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2",
@@ -538,11 +632,21 @@ Result<std::optional<std::string>> Engine::find_execution(const std::string& wor
 
 Result<int> Engine::fire_deferred() {
   int created = 0;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto n = fire_deferred_on(shard);
+    if (!n) return fail(n.error());
+    created += *n;
+  }
+  return created;
+}
+
+Result<int> Engine::fire_deferred_on(size_t shard) {
+  int created = 0;
   for (const auto& name : workflows_.names()) {
     const WorkflowDef* def = workflows_.find(name);
     if (!def->options.throttle) continue;
     const auto& policy = *def->options.throttle;
-    auto conn = pool_->acquire();
+    auto conn = pool(shard).acquire();
     if (!conn) return fail(conn.error());
     auto tx = store::Transaction::begin(**conn);
     if (!tx) return fail(tx.error());
@@ -583,40 +687,267 @@ Result<int> Engine::fire_deferred() {
     }
     if (auto c = tx->commit(); !c) return fail(c.error());
   }
+
+  for (const auto& name : workflows_.names()) {
+    const WorkflowDef* def = workflows_.find(name);
+    if (def->options.debounce) {
+      auto conn = pool(shard).acquire();
+      if (!conn) return fail(conn.error());
+      auto tx = store::Transaction::begin(**conn);
+      if (!tx) return fail(tx.error());
+      auto due = (*conn)->exec(
+          "UPDATE harvest_debounce SET pending = false, fired_runs = fired_runs + 1 "
+          "WHERE (workflow_name, workflow_id) IN (SELECT workflow_name, workflow_id FROM "
+          "harvest_debounce WHERE workflow_name = $1 AND pending AND fire_at <= now() "
+          "FOR UPDATE SKIP LOCKED) RETURNING workflow_id, input::text AS input, start_source, "
+          "start_source_ref, fired_runs",
+          {name});
+      if (!due) return fail(due.error());
+      for (int i = 0; i < due->rows(); ++i) {
+        auto id = insert_execution(
+            **conn, *def,
+            fmt::format("{}#{}", due->get(i, "workflow_id"), due->get(i, "fired_runs")),
+            Json::parse(due->get(i, "input")), due->get(i, "start_source"),
+            due->get_opt(i, "start_source_ref"));
+        if (!id) return fail(id.error());
+        if (*id) ++created;
+      }
+      if (auto c = tx->commit(); !c) return fail(c.error());
+    }
+    if (def->options.batch) {
+      const auto& policy = *def->options.batch;
+      // Fire full batches, then a partial one whose oldest item waited max_wait.
+      while (true) {
+        auto conn = pool(shard).acquire();
+        if (!conn) return fail(conn.error());
+        auto tx = store::Transaction::begin(**conn);
+        if (!tx) return fail(tx.error());
+        auto ready = (*conn)->exec(
+            "SELECT count(*) >= $2 OR min(created_at) <= now() - $3 * interval '1 millisecond' "
+            "AS ready FROM (SELECT created_at FROM harvest_batch_items WHERE workflow_name = $1 "
+            "ORDER BY id LIMIT $2) b",
+            {name, std::to_string(policy.max_size), std::to_string(policy.max_wait.count())});
+        if (!ready) return fail(ready.error());
+        if (ready->is_null(0, 0) || !ready->get_bool(0, "ready")) break;
+        auto items = (*conn)->exec(
+            "DELETE FROM harvest_batch_items WHERE id IN (SELECT id FROM harvest_batch_items "
+            "WHERE workflow_name = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
+            "RETURNING id, input::text AS input, start_source, start_source_ref",
+            {name, std::to_string(policy.max_size)});
+        if (!items) return fail(items.error());
+        if (items->empty()) break;
+        std::vector<int> order(items->rows());
+        for (int i = 0; i < items->rows(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(),
+                  [&](int a, int b) { return items->get_int(a, "id") < items->get_int(b, "id"); });
+        Json batch = Json::array();
+        for (int i : order) batch.push_back(Json::parse(items->get(i, "input")));
+        auto id = insert_execution(**conn, *def, std::nullopt, batch,
+                                   items->get(order[0], "start_source"),
+                                   items->get_opt(order[0], "start_source_ref"));
+        if (!id) return fail(id.error());
+        if (auto c = tx->commit(); !c) return fail(c.error());
+        ++created;
+      }
+    }
+  }
   return created;
 }
 
-Result<int> Engine::purge() {
-  auto conn = pool_->acquire();
+Result<long long> Engine::queue_depth() {
+  long long depth = 0;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto r = (*conn)->exec(
+        "SELECT count(*) FROM harvest_workflow_executions WHERE status IN ('pending', 'waiting') "
+        "AND run_after <= now()");
+    if (!r) return fail(r.error());
+    depth += std::stoll(r->get(0, 0));
+  }
+  config_.metrics->set_gauge(metrics::kEngineQueueDepth, {}, static_cast<double>(depth));
+  return depth;
+}
+
+Result<ExecutionPage> Engine::list_executions(const ExecutionFilter& filter) {
+  size_t limit = std::clamp<size_t>(filter.limit, 1, 500);
+  // Cursor: "<created_at micros>|<id>" of the last item of the previous page.
+  std::optional<std::string> cursor_ts, cursor_id;
+  if (filter.cursor) {
+    auto bar = filter.cursor->find('|');
+    if (bar == std::string::npos) return fail(Error::bad_request("malformed cursor"));
+    cursor_ts = filter.cursor->substr(0, bar);
+    cursor_id = filter.cursor->substr(bar + 1);
+  }
+  std::vector<std::pair<long long, ExecutionSummary>> all;  // (created micros, row)
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto r = (*conn)->exec(
+        "SELECT id, workflow_name, workflow_id, status, start_source, start_source_ref, attempt, "
+        "(extract(epoch FROM created_at) * 1000000)::bigint AS created_us, "
+        "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS created, "
+        "to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
+        "completed "
+        "FROM harvest_workflow_executions WHERE ($1::text IS NULL OR workflow_name = $1) "
+        "AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR start_source = $3) "
+        "AND ($4::bigint IS NULL OR ((extract(epoch FROM created_at) * 1000000)::bigint, id::text) "
+        "< ($4::bigint, $5::text)) "
+        "ORDER BY created_at DESC, id DESC LIMIT $6",
+        {filter.workflow, filter.status, filter.start_source, cursor_ts, cursor_id,
+         std::to_string(limit + 1)});
+    if (!r) return fail(r.error());
+    for (int i = 0; i < r->rows(); ++i) {
+      ExecutionSummary e;
+      e.id = r->get(i, "id");
+      e.workflow_name = r->get(i, "workflow_name");
+      e.workflow_id = r->get_opt(i, "workflow_id");
+      e.status = r->get(i, "status");
+      e.start_source = r->get(i, "start_source");
+      e.start_source_ref = r->get_opt(i, "start_source_ref");
+      e.attempt = static_cast<int>(r->get_int(i, "attempt"));
+      e.created_at = r->get(i, "created");
+      e.completed_at = r->get_opt(i, "completed");
+      e.shard = static_cast<int>(shard);
+      all.emplace_back(r->get_int(i, "created_us"), std::move(e));
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second.id > b.second.id;
+  });
+  ExecutionPage page;
+  for (size_t i = 0; i < all.size() && i < limit; ++i) page.items.push_back(all[i].second);
+  if (all.size() > limit) {
+    const auto& last = all[limit - 1];
+    page.next_cursor = fmt::format("{}|{}", last.first, last.second.id);
+  }
+  return page;
+}
+
+Result<std::vector<EngineDeadLetter>> Engine::list_dead_letters(size_t limit) {
+  std::vector<EngineDeadLetter> out;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto r = (*conn)->exec(
+        "SELECT execution_id, workflow_name, workflow_id, error, attempts, "
+        "to_char(failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS failed "
+        "FROM harvest_engine_dead_letters WHERE replayed_at IS NULL "
+        "ORDER BY failed_at DESC LIMIT $1",
+        {std::to_string(std::clamp<size_t>(limit, 1, 1000))});
+    if (!r) return fail(r.error());
+    for (int i = 0; i < r->rows(); ++i) {
+      out.push_back(EngineDeadLetter{r->get(i, "execution_id"), r->get(i, "workflow_name"),
+                                     r->get_opt(i, "workflow_id"), r->get(i, "error"),
+                                     static_cast<int>(r->get_int(i, "attempts")),
+                                     r->get(i, "failed"), static_cast<int>(shard)});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.failed_at > b.failed_at; });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+Status Engine::replay_dead_letter(const std::string& execution_id) {
+  auto where = locate(execution_id);
+  if (!where) return fail(where.error());
+  if (!*where) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
+  auto conn = pool(**where).acquire();
   if (!conn) return fail(conn.error());
+  auto tx = store::Transaction::begin(**conn);
+  if (!tx) return fail(tx.error());
+  auto marked = (*conn)->exec(
+      "UPDATE harvest_engine_dead_letters SET replayed_at = now() "
+      "WHERE execution_id::text = $1 AND replayed_at IS NULL RETURNING execution_id",
+      {execution_id});
+  if (!marked) return fail(marked.error());
+  if (marked->empty()) {
+    return fail(Error::not_found(fmt::format(
+        "execution {} is not in the dead letters (or was already replayed)", execution_id)));
+  }
+  // Recorded steps stay: the replayed run resumes after the last one.
+  auto reset = (*conn)->exec(
+      "WITH r AS (UPDATE harvest_workflow_executions SET status = 'pending', attempt = 1, "
+      "error = NULL, output = NULL, completed_at = NULL, run_after = now(), updated_at = now() "
+      "WHERE id::text = $1 AND status = 'failed' RETURNING id) "
+      "INSERT INTO harvest_workflow_events (execution_id, kind) SELECT id, 'Replayed' FROM r "
+      "RETURNING execution_id",
+      {execution_id});
+  if (!reset) return fail(reset.error());
+  if (reset->empty()) {
+    return fail(Error::conflict(fmt::format("execution {} is no longer failed", execution_id)));
+  }
+  if (auto c = tx->commit(); !c) return fail(c.error());
+  return {};
+}
+
+std::vector<ShardStatus> Engine::shard_status() {
+  std::vector<ShardStatus> out;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    ShardStatus st;
+    st.index = static_cast<int>(i);
+    // host:port/db without user or password.
+    std::string url = shards_[i].url;
+    auto at = url.find('@');
+    auto scheme = url.find("://");
+    st.location = at != std::string::npos       ? url.substr(at + 1)
+                  : scheme != std::string::npos ? url.substr(scheme + 3)
+                                                : url;
+    auto conn = shards_[i].pool->acquire();
+    if (!conn) {
+      st.error = conn.error().message;
+    } else if (auto r = (*conn)->exec("SELECT 1"); !r) {
+      st.error = r.error().message;
+    } else {
+      st.readable = true;
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+int Engine::readable_shards() {
+  int n = 0;
+  for (const auto& s : shard_status()) n += s.readable;
+  return n;
+}
+
+Result<int> Engine::purge() {
   int deleted = 0;
-  const auto& retention = config_.retention;
-  std::string overridden = "{";
-  bool first = true;
-  for (const auto& [workflow, age] : retention.per_workflow) {
-    auto r = (*conn)->exec(
-        "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
-        "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * interval '1 second'",
-        {workflow, seconds_param(age)});
-    if (!r) return fail(r.error());
-    deleted += static_cast<int>(r->affected());
-    overridden += (first ? "" : ",") + Json(workflow).dump();
-    first = false;
-  }
-  overridden += "}";
-  if (retention.max_age) {
-    auto r = (*conn)->exec(
-        "DELETE FROM harvest_workflow_executions WHERE workflow_name <> ALL($1::text[]) "
-        "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * interval '1 second'",
-        {overridden, seconds_param(*retention.max_age)});
-    if (!r) return fail(r.error());
-    deleted += static_cast<int>(r->affected());
-  }
-  auto claims = (*conn)->exec("DELETE FROM harvest_start_idempotency WHERE expires_at <= now()");
-  if (!claims) return fail(claims.error());
-  if (deleted > 0 || claims->affected() > 0) {
-    log::info("retention purged {} terminal executions and {} expired start claims", deleted,
-              claims->affected());
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    const auto& retention = config_.retention;
+    std::string overridden = "{";
+    bool first = true;
+    for (const auto& [workflow, age] : retention.per_workflow) {
+      auto r = (*conn)->exec(
+          "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
+          "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * interval '1 "
+          "second'",
+          {workflow, seconds_param(age)});
+      if (!r) return fail(r.error());
+      deleted += static_cast<int>(r->affected());
+      overridden += (first ? "" : ",") + Json(workflow).dump();
+      first = false;
+    }
+    overridden += "}";
+    if (retention.max_age) {
+      auto r = (*conn)->exec(
+          "DELETE FROM harvest_workflow_executions WHERE workflow_name <> ALL($1::text[]) "
+          "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * interval '1 "
+          "second'",
+          {overridden, seconds_param(*retention.max_age)});
+      if (!r) return fail(r.error());
+      deleted += static_cast<int>(r->affected());
+    }
+    auto claims = (*conn)->exec("DELETE FROM harvest_start_idempotency WHERE expires_at <= now()");
+    if (!claims) return fail(claims.error());
+    if (deleted > 0 || claims->affected() > 0) {
+      log::info("retention purged {} terminal executions and {} expired start claims", deleted,
+                claims->affected());
+    }
   }
   return deleted;
 }

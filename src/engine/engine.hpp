@@ -7,6 +7,7 @@
 // (database down, pool exhausted) may succeed on retry.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,33 +97,53 @@ class Engine {
   [[nodiscard]] Result<int> purge();
 
   [[nodiscard]] std::vector<store::PendingMigration> pending_migrations_at_open() const;
-  // How many PostgreSQL shards this engine can read. Every dedupe primitive is
-  // shard-local, so callers warn when this exceeds one. A single shard today.
-  [[nodiscard]] int readable_shards() const { return 1; }
+  // How many shards answer a round trip now. Every dedupe primitive is
+  // shard-local, so callers warn when this exceeds one.
+  [[nodiscard]] int readable_shards();
+  [[nodiscard]] size_t shard_count() const { return shards_.size(); }
+  // The shard a start or signal-with-start lands on (ENG-15): by workflow_id
+  // when given, else by idempotency key, else round robin. Stable: FNV-1a of
+  // the workflow name and the id/key.
+  [[nodiscard]] size_t route(const std::string& workflow,
+                             const std::optional<std::string>& workflow_id,
+                             const std::optional<std::string>& key);
   // Whether starts of `workflow` can be deferred by an admission policy (and so
   // have no execution id to return for an idempotency key).
   [[nodiscard]] bool has_deferred_admission(std::string_view workflow) const;
-  [[nodiscard]] store::Pool& pool() { return *pool_; }
+  // The pool of `shard` (default: the first, which also holds plugin tables).
+  [[nodiscard]] store::Pool& pool(size_t shard = 0) { return *shards_.at(shard).pool; }
   [[nodiscard]] const WorkflowRegistry& workflows() const { return workflows_; }
   [[nodiscard]] const EngineConfig& config() const { return config_; }
   [[nodiscard]] metrics::MetricsRecorder& metrics() { return *config_.metrics; }
-  [[nodiscard]] const std::string& database_url() const { return url_; }
+  [[nodiscard]] const std::string& database_url() const { return shards_.front().url; }
   [[nodiscard]] DeploymentMode mode() const { return mode_; }
 
+  // Runnable executions waiting for a worker, over all shards; also published
+  // as the harvest.engine.queue_depth gauge.
+  [[nodiscard]] Result<long long> queue_depth();
+
  private:
-  Engine(EngineConfig config, WorkflowRegistry workflows, std::string url, DeploymentMode mode);
+  struct Shard {
+    std::string url;
+    std::unique_ptr<store::Pool> pool;
+  };
+  Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std::string> urls,
+         DeploymentMode mode);
 
   Result<StartOutcome> start_checked(const StartRequest& request);
   Result<StartOutcome> start_on(store::Connection& conn, const StartRequest& request,
                                 bool own_transaction);
   Result<SignalWithStartOutcome> signal_with_start_checked(const SignalWithStartRequest& request);
   void record_start(const std::string& workflow, const Result<StartOutcome>& r);
+  // The shard holding `execution_id`, found by asking each in turn.
+  Result<std::optional<size_t>> locate(const std::string& execution_id);
+  Result<int> fire_deferred_on(size_t shard);
 
   EngineConfig config_;
   WorkflowRegistry workflows_;
-  std::string url_;
   DeploymentMode mode_;
-  std::unique_ptr<store::Pool> pool_;
+  std::vector<Shard> shards_;
+  std::atomic<uint64_t> round_robin_{0};
   std::vector<store::PendingMigration> pending_at_open_;
 };
 

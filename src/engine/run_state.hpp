@@ -41,6 +41,8 @@ class RunState {
       : engine_(engine), owner_(std::move(owner)), lease_(lease) {}
 
   Engine& engine() { return engine_; }
+  store::Pool& pool() { return engine_.pool(shard); }
+  size_t shard = 0;
   std::string execution_id;
   std::optional<std::string> workflow_id;
   std::string workflow_name;

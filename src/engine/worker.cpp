@@ -51,7 +51,23 @@ void Worker::stop() {
 }
 
 Result<std::optional<Worker::Claimed>> Worker::claim() {
-  auto conn = engine_.pool().acquire();
+  const size_t n = engine_.shard_count();
+  const size_t first = next_shard_.fetch_add(1) % n;
+  std::optional<Error> error;
+  for (size_t i = 0; i < n; ++i) {
+    auto c = claim_on((first + i) % n);
+    if (!c) {
+      error = c.error();  // an unreachable shard must not starve the others
+      continue;
+    }
+    if (*c) return c;
+  }
+  if (error) return fail(*error);
+  return std::optional<Claimed>{};
+}
+
+Result<std::optional<Worker::Claimed>> Worker::claim_on(size_t shard) {
+  auto conn = engine_.pool(shard).acquire();
   if (!conn) return fail(conn.error());
   std::string names = "{";
   bool first = true;
@@ -74,7 +90,8 @@ Result<std::optional<Worker::Claimed>> Worker::claim() {
       {config_.owner, ms(config_.lease), names});
   if (!r) return fail(r.error());
   if (r->empty()) return std::optional<Claimed>{};
-  Claimed c{r->get(0, "id"),
+  Claimed c{shard,
+            r->get(0, "id"),
             r->get(0, "workflow_name"),
             r->get_opt(0, "workflow_id"),
             Json::parse(r->get(0, "input")),
@@ -89,7 +106,7 @@ Result<bool> Worker::run_one() {
   if (!*c) return false;
   {
     std::lock_guard lock(active_mu_);
-    active_.insert((*c)->id);
+    active_.emplace((*c)->id, (*c)->shard);
   }
   execute(**c);
   return true;
@@ -97,12 +114,13 @@ Result<bool> Worker::run_one() {
 
 // Writes the run's outcome, fenced on our lease (a run taken over by another
 // worker is left to that worker).
-void Worker::settle(const std::string& id, const std::string& sql, const store::Params& params) {
+void Worker::settle(const Claimed& c, const std::string& sql, const store::Params& params) {
+  const std::string& id = c.id;
   {
     std::lock_guard lock(active_mu_);
     active_.erase(id);
   }
-  auto conn = engine_.pool().acquire();
+  auto conn = engine_.pool(c.shard).acquire();
   if (!conn) {
     log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", id,
               conn.error().message);
@@ -118,7 +136,14 @@ void Worker::settle(const std::string& id, const std::string& sql, const store::
 void Worker::execute(const Claimed& c) {
   const WorkflowDef* def = engine_.workflows().find(c.workflow_name);
   RunState state(engine_, config_.owner, config_.lease);
+  state.shard = c.shard;
   state.execution_id = c.id;
+  const auto started = std::chrono::steady_clock::now();
+  auto observe = [&] {
+    engine_.metrics().observe(
+        metrics::kEngineRunSeconds, {{"workflow", c.workflow_name}},
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  };
   state.workflow_id = c.workflow_id;
   state.workflow_name = c.workflow_name;
   state.attempt = c.attempt;
@@ -129,7 +154,7 @@ void Worker::execute(const Claimed& c) {
     WorkflowContext ctx(state);
     Json output = def->fn(ctx, c.input);
     HARVEST_FAULT_POINT("worker.before_complete");
-    settle(c.id,
+    settle(c,
            "WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
            "output = $3::jsonb, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
            "updated_at = now() " +
@@ -139,12 +164,13 @@ void Worker::execute(const Claimed& c) {
                "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done",
            {c.id, config_.owner, output.dump()});
     engine_.metrics().increment(metrics::kEngineRunsCompleted, {{"workflow", c.workflow_name}});
+    observe();
   } catch (const Suspension& s) {
     long long until_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(s.until.time_since_epoch()).count();
     // A signal staged after `load()` bumped signal_seq: stay runnable instead
     // of sleeping through it.
-    settle(c.id,
+    settle(c,
            "UPDATE harvest_workflow_executions SET status = 'waiting', lease_owner = NULL, "
            "lease_expires_at = NULL, updated_at = now(), run_after = CASE WHEN signal_seq > $3 "
            "THEN now() ELSE to_timestamp($4::double precision / 1000) END " +
@@ -156,7 +182,7 @@ void Worker::execute(const Claimed& c) {
     active_.erase(c.id);
   } catch (const HistoryUnavailable& h) {
     log::warn("execution {}: history unavailable ({}); retrying shortly", c.id, h.error.message);
-    settle(c.id,
+    settle(c,
            "UPDATE harvest_workflow_executions SET status = 'pending', lease_owner = NULL, "
            "lease_expires_at = NULL, run_after = now() + interval '1 second' " +
                fence,
@@ -173,7 +199,7 @@ void Worker::execute(const Claimed& c) {
       auto backoff = def->options.retry_backoff * (1LL << std::min(c.attempt - 1, 20));
       log::warn("execution {} ({}) attempt {}/{} failed: {}; retrying in {} ms", c.id,
                 c.workflow_name, c.attempt, c.max_attempts, error, backoff.count());
-      settle(c.id,
+      settle(c,
              "WITH retry AS (UPDATE harvest_workflow_executions SET status = 'pending', "
              "attempt = attempt + 1, error = $3, lease_owner = NULL, lease_expires_at = NULL, "
              "run_after = now() + $4 * interval '1 millisecond', updated_at = now() " +
@@ -186,16 +212,23 @@ void Worker::execute(const Claimed& c) {
     } else {
       log::error("execution {} ({}) failed after {} attempts: {}", c.id, c.workflow_name, c.attempt,
                  error);
-      settle(c.id,
+      settle(c,
              "WITH failed AS (UPDATE harvest_workflow_executions SET status = 'failed', "
              "error = $3, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
              "updated_at = now() " +
                  fence +
-                 " RETURNING id) "
-                 "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-                 "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text) FROM failed",
+                 " RETURNING id, workflow_name, workflow_id, attempt), "
+                 "event AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                 "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text) FROM failed) "
+                 // The run lands in the engine's dead letters (ENG-14).
+                 "INSERT INTO harvest_engine_dead_letters "
+                 "(execution_id, workflow_name, workflow_id, error, attempts) "
+                 "SELECT id, workflow_name, workflow_id, $3, attempt FROM failed "
+                 "ON CONFLICT (execution_id) DO UPDATE SET error = EXCLUDED.error, "
+                 "attempts = EXCLUDED.attempts, failed_at = now(), replayed_at = NULL",
              {c.id, config_.owner, error});
       engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", c.workflow_name}});
+      observe();
     }
   }
 }
@@ -214,7 +247,7 @@ void Worker::run_loop(std::stop_token st) {
     }
     {
       std::lock_guard lock(active_mu_);
-      active_.insert((*c)->id);
+      active_.emplace((*c)->id, (*c)->shard);
     }
     try {
       execute(**c);
@@ -228,33 +261,37 @@ void Worker::run_loop(std::stop_token st) {
 void Worker::heartbeat_loop(std::stop_token st) {
   while (!st.stop_requested()) {
     nap(st, config_.lease / 3);
-    std::string ids = "{";
+    std::map<size_t, std::string> ids;  // shard -> "{id,id}"
     {
       std::lock_guard lock(active_mu_);
-      bool first = true;
-      for (const auto& id : active_) {
-        ids += (first ? "" : ",") + id;
-        first = false;
+      for (const auto& [id, shard] : active_) {
+        auto& list = ids[shard];
+        list += (list.empty() ? "{" : ",") + id;
       }
     }
-    ids += "}";
-    if (ids == "{}") continue;
-    auto conn = engine_.pool().acquire();
-    if (!conn) continue;
-    (void)(*conn)->exec(  // a missed renewal is retried next beat
-        "UPDATE harvest_workflow_executions SET lease_expires_at = now() + $3 * interval "
-        "'1 millisecond' WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND status = 'running'",
-        {ids, config_.owner, ms(config_.lease)});
+    for (auto& [shard, list] : ids) {
+      auto conn = engine_.pool(shard).acquire();
+      if (!conn) continue;
+      (void)(*conn)->exec(  // a missed renewal is retried next beat
+          "UPDATE harvest_workflow_executions SET lease_expires_at = now() + $3 * interval "
+          "'1 millisecond' WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND status = 'running'",
+          {list + "}", config_.owner, ms(config_.lease)});
+    }
   }
 }
 
 void Worker::maintenance_loop(std::stop_token st) {
   auto next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
+  auto next_depth = std::chrono::steady_clock::now();
   while (!st.stop_requested()) {
     nap(st, config_.admission_interval);
     if (st.stop_requested()) break;
     if (auto r = engine_.fire_deferred(); !r) {
       log::warn("firing deferred starts failed: {}", r.error().message);
+    }
+    if (std::chrono::steady_clock::now() >= next_depth) {
+      (void)engine_.queue_depth();  // publishes the gauge; a failed probe is retried next time
+      next_depth = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     if (std::chrono::steady_clock::now() >= next_purge) {
       if (auto r = engine_.purge(); !r) log::warn("retention purge failed: {}", r.error().message);

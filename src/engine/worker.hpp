@@ -10,8 +10,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,21 +61,25 @@ class Worker {
   void heartbeat_loop(std::stop_token st);
   void maintenance_loop(std::stop_token st);
   struct Claimed {
+    size_t shard;
     std::string id, workflow_name;
     std::optional<std::string> workflow_id;
     Json input;
     int attempt;
     int max_attempts;
   };
+  // Claims from the shards in turn, starting after the last one that had work.
   Result<std::optional<Claimed>> claim();
+  Result<std::optional<Claimed>> claim_on(size_t shard);
   void execute(const Claimed& c);
-  void settle(const std::string& id, const std::string& sql, const store::Params& params);
+  void settle(const Claimed& c, const std::string& sql, const store::Params& params);
 
   Engine& engine_;
   WorkerConfig config_;
   std::vector<std::jthread> threads_;
   std::mutex active_mu_;
-  std::set<std::string> active_;
+  std::map<std::string, size_t> active_;  // execution id -> shard
+  std::atomic<size_t> next_shard_{0};
   std::atomic<int> crashed_{0};
 };
 

@@ -22,6 +22,10 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 inline constexpr const char* kEngineStarts = "harvest.engine.starts";
 inline constexpr const char* kEngineRunsCompleted = "harvest.engine.runs_completed";
 inline constexpr const char* kEngineRunsFailed = "harvest.engine.runs_failed";
+// Seconds one run attempt took, claim to outcome (histogram, {workflow}).
+inline constexpr const char* kEngineRunSeconds = "harvest.engine.run_seconds";
+// Runnable executions waiting for a worker (gauge, no labels).
+inline constexpr const char* kEngineQueueDepth = "harvest.engine.queue_depth";
 inline constexpr const char* kConnectorDispatched = "harvest.connector.dispatched";
 inline constexpr const char* kConnectorDeadLettered = "harvest.connector.dead_lettered";
 inline constexpr const char* kConnectorRetried = "harvest.connector.retried";

@@ -18,7 +18,7 @@ namespace {
 
 bool defers_admission(const engine::WorkflowRegistry& r, const std::string& workflow) {
   const auto* def = r.find(workflow);
-  return def && def->options.throttle.has_value();
+  return def && def->options.defers_admission();
 }
 
 // The dedupe unit the binding will use (mirrors ConnectorRuntime's resolution).
@@ -86,7 +86,8 @@ ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
         b.kind() == BindingKind::kStarts && defers_admission(registry, b.workflow())) {
       refuse(fmt::format(
           "binding '{}' forces idempotency_mode(BrokerCoordinates) on workflow '{}', which has a "
-          "throttle admission policy: a deferred start has no execution id to return for a key. "
+          "deferred-admission policy (throttle, debounce or batch): a deferred start has no "
+          "execution id to return for a key. "
           "Use idempotency_mode(WorkflowId), or leave the mode unset to fall back automatically",
           b.name(), b.workflow()));
     }

@@ -86,7 +86,7 @@ TEST_F(PluginTest, refuses_forced_coordinates_on_a_deferred_admission_workflow) 
   b.idempotency_mode(IdempotencyMode::kBrokerCoordinates);
   auto msg = refusal_of(plugin().connector(b, mock("a")));
   EXPECT_NE(msg.find("binding 'throttled' forces idempotency_mode(BrokerCoordinates) on workflow "
-                     "'throttled_order', which has a throttle admission policy"),
+                     "'throttled_order', which has a deferred-admission policy"),
             std::string::npos)
       << msg;
 }

@@ -59,23 +59,36 @@ std::string ensure_template(store::Connection& admin) {
 
 }  // namespace
 
-void PgTest::SetUp() {
-  std::string admin = admin_url();
-  ASSERT_FALSE(admin.empty());
-  auto conn = store::Connection::open(admin);
+// Clones the migrated template into a new database named `name`.
+void clone_template(const std::string& name) {
+  auto conn = store::Connection::open(admin_url());
   ASSERT_TRUE(conn) << conn.error().message;
   std::string tmpl = ensure_template(**conn);
-  db_name_ = "harvest_t_" + new_uuid().substr(0, 8);
   // CREATE DATABASE ... TEMPLATE fails while another session is connected to
   // the template; only the builder ever connects, so retry briefly.
   Result<store::PgResult> created;
   for (int i = 0; i < 50; ++i) {
-    created = (*conn)->exec(fmt::format("CREATE DATABASE {} TEMPLATE {}",
-                                        store::quote_ident(db_name_), store::quote_ident(tmpl)));
+    created = (*conn)->exec(fmt::format("CREATE DATABASE {} TEMPLATE {}", store::quote_ident(name),
+                                        store::quote_ident(tmpl)));
     if (created) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_TRUE(created) << created.error().message;
+}
+
+std::string PgTest::extra_database() {
+  std::string name = "harvest_t_" + new_uuid().substr(0, 8);
+  clone_template(name);
+  extra_dbs_.push_back(name);
+  return with_database(admin_url(), name);
+}
+
+void PgTest::SetUp() {
+  std::string admin = admin_url();
+  ASSERT_FALSE(admin.empty());
+  db_name_ = "harvest_t_" + new_uuid().substr(0, 8);
+  clone_template(db_name_);
+  if (HasFatalFailure()) return;
   db_url_ = with_database(admin, db_name_);
   auto own = store::Connection::open(db_url_);
   ASSERT_TRUE(own) << own.error().message;

@@ -25,6 +25,9 @@ class PgTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
+  // Creates one more migrated database for this test (dropped at teardown)
+  // and returns its URL: a second shard.
+  std::string extra_database();
   // URL of this test's own database.
   const std::string& db_url() const { return db_url_; }
   // A direct connection to this test's database.
@@ -41,6 +44,7 @@ class PgTest : public ::testing::Test {
   static bool eventually(const std::function<bool()>& pred,
                          std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+  std::vector<std::string> extra_dbs_;
   std::string db_name_;
   std::string db_url_;
   std::unique_ptr<store::Connection> conn_;
