@@ -55,6 +55,23 @@ Result<std::optional<std::string>> insert_execution(store::Connection& conn, con
   return std::optional<std::string>{id};
 }
 
+// Starts a new window for `workflow` when the current one has elapsed and
+// returns the tokens used in it, and whether earlier starts are still queued.
+// Locks the workflow's throttle row for the rest of the transaction.
+Result<store::PgResult> refresh_throttle_window(store::Connection& conn,
+                                                const std::string& workflow,
+                                                const ThrottlePolicy& policy) {
+  return conn.exec(
+      "UPDATE harvest_admission_throttle SET "
+      "used = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() THEN 0 "
+      "ELSE used END, "
+      "window_started_at = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() "
+      "THEN now() ELSE window_started_at END "
+      "WHERE workflow_name = $1 RETURNING used, "
+      "EXISTS (SELECT 1 FROM harvest_deferred_starts d WHERE d.workflow_name = $1) AS queued",
+      {workflow, std::to_string(policy.period.count())});
+}
+
 Result<std::string> existing_execution(store::Connection& conn, const std::string& workflow,
                                        const std::string& workflow_id) {
   auto r = conn.exec(
@@ -361,15 +378,7 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
         !r) {
       return fail(r.error());
     }
-    auto window = conn.exec(
-        "UPDATE harvest_admission_throttle SET "
-        "used = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() THEN 0 "
-        "ELSE used END, "
-        "window_started_at = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() "
-        "THEN now() ELSE window_started_at END "
-        "WHERE workflow_name = $1 RETURNING used, "
-        "EXISTS (SELECT 1 FROM harvest_deferred_starts d WHERE d.workflow_name = $1) AS queued",
-        {def->name, std::to_string(policy.period.count())});
+    auto window = refresh_throttle_window(conn, def->name, policy);
     if (!window) return fail(window.error());
     const bool queued = window->get_bool(0, "queued");
     if (!queued && window->get_int(0, "used") < policy.starts) {
@@ -650,14 +659,7 @@ Result<int> Engine::fire_deferred_on(size_t shard) {
     if (!conn) return fail(conn.error());
     auto tx = store::Transaction::begin(**conn);
     if (!tx) return fail(tx.error());
-    auto window = (*conn)->exec(
-        "UPDATE harvest_admission_throttle SET "
-        "used = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() THEN 0 "
-        "ELSE used END, "
-        "window_started_at = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() "
-        "THEN now() ELSE window_started_at END "
-        "WHERE workflow_name = $1 RETURNING used",
-        {name, std::to_string(policy.period.count())});
+    auto window = refresh_throttle_window(**conn, name, policy);
     if (!window) return fail(window.error());
     if (window->empty()) continue;  // never throttled anything yet
     long long available = policy.starts - window->get_int(0, "used");
