@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "api/views.hpp"
+#include "engine/engine.hpp"
 #include "plugin/migrations.hpp"
 #include "store/migrations.hpp"
 #include "store/pg.hpp"
@@ -14,11 +17,274 @@ namespace harvest::cli {
 
 namespace {
 
+using Json = nlohmann::json;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
 std::string resolve_url(const std::string& flag) {
   if (!flag.empty()) return flag;
-  if (const char* v = std::getenv("HARVEST_HARVEST_DATABASE_URL")) return v;
-  if (const char* v = std::getenv("HARVEST_DATABASE_URL")) return v;
-  return {};
+  if (auto v = env("HARVEST_HARVEST_DATABASE_URL"); !v.empty()) return v;
+  return env("HARVEST_DATABASE_URL");
+}
+
+std::vector<std::string> split_urls(const std::string& list) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = std::min(list.find(',', pos), list.size());
+    std::string u = list.substr(pos, comma - pos);
+    u.erase(0, u.find_first_not_of(" \t"));
+    u.erase(u.find_last_not_of(" \t") + 1);
+    if (!u.empty()) out.push_back(std::move(u));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// Prints rows under a header, each column as wide as its widest cell.
+void print_table(std::ostream& out, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      s += cells[c];
+      if (c + 1 < cells.size()) s += std::string(width[c] - cells[c].size() + 2, ' ');
+    }
+    out << s << "\n";
+  };
+  line(header);
+  for (const auto& row : rows) line(row);
+}
+
+std::string or_dash(const std::optional<std::string>& v) {
+  return v && !v->empty() ? *v : "-";
+}
+
+// One line of at most `max` characters (errors can span lines).
+std::string one_line(std::string s, size_t max) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+// Where the engine commands look: an explicit URL, the shard list, or (dev
+// profile only) the private cluster.
+struct Target {
+  std::string url;
+  std::vector<std::string> shard_urls;
+};
+
+Result<std::unique_ptr<engine::Engine>> open_engine(const Target& target) {
+  engine::EngineConfig config;
+  // The flag (or the env it defaulted from) wins over the engine's own env
+  // lookup, which prefers HARVEST_HARVEST_DATABASE_URL.
+  config.harvest_database_url =
+      target.url.empty() && !target.shard_urls.empty() ? target.shard_urls.front() : target.url;
+  config.shard_urls = target.shard_urls;
+  config.pool_size = 2;
+  // The CLI runs no workflow: list/show/dlq work for any workflow name, since
+  // they read rows, not registrations.
+  return engine::Engine::open(std::move(config), engine::WorkflowRegistry{});
+}
+
+int fail_with(std::ostream& err, const Error& e) {
+  err << "error: " << one_line(e.message, 2000) << "\n";
+  return 1;
+}
+
+int migrate(const Target& target, bool dry_run, bool json, std::ostream& out, std::ostream& err) {
+  // Every shard carries the full schema.
+  std::vector<std::string> urls =
+      target.shard_urls.empty() ? std::vector<std::string>{target.url} : target.shard_urls;
+  auto sets = plugin::all_migration_sets();
+  Json report = Json::array();
+  for (size_t i = 0; i < urls.size(); ++i) {
+    const std::string where = urls.size() > 1 ? fmt::format("  (shard {})", i) : "";
+    auto conn = store::Connection::open(urls[i]);
+    if (!conn) return fail_with(err, conn.error());
+    auto done =
+        dry_run ? store::pending_migrations(**conn, sets) : store::apply_migrations(**conn, sets);
+    if (!done) return fail_with(err, done.error());
+    Json labels = Json::array();
+    for (const auto& p : *done) {
+      labels.push_back(p.label());
+      if (!json) out << (dry_run ? "pending  " : "applied  ") << p.label() << where << "\n";
+    }
+    if (!json && done->empty()) out << "up to date" << where << "\n";
+    report.push_back(std::move(labels));
+  }
+  if (json) {
+    const char* key = dry_run ? "pending" : "applied";
+    if (urls.size() == 1) {
+      out << Json{{key, report[0]}}.dump() << "\n";
+    } else {
+      Json shards = Json::array();
+      for (size_t i = 0; i < report.size(); ++i) {
+        shards.push_back(Json{{"shard", i}, {key, report[i]}});
+      }
+      out << Json{{"shards", shards}}.dump() << "\n";
+    }
+  }
+  return 0;
+}
+
+int list_executions(engine::Engine& engine, const engine::ExecutionFilter& filter, bool json,
+                    std::ostream& out, std::ostream& err) {
+  auto page = engine.list_executions(filter);
+  if (!page) return fail_with(err, page.error());
+  if (json) {
+    out << api::dump(api::to_json(*page)) << "\n";
+    return 0;
+  }
+  if (page->items.empty()) {
+    out << "no executions\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : page->items) {
+    rows.push_back({s.id, s.workflow_name, or_dash(s.workflow_id), s.status, s.start_source,
+                    std::to_string(s.attempt), s.created_at, std::to_string(s.shard)});
+  }
+  print_table(
+      out,
+      {"EXECUTION", "WORKFLOW", "WORKFLOW_ID", "STATUS", "SOURCE", "ATTEMPT", "CREATED", "SHARD"},
+      rows);
+  if (page->next_cursor) out << "more: --cursor '" << *page->next_cursor << "'\n";
+  return 0;
+}
+
+int show_execution(engine::Engine& engine, const std::string& id, bool json, std::ostream& out,
+                   std::ostream& err) {
+  auto view = engine.get_execution(id);
+  if (!view) return fail_with(err, view.error());
+  if (json) {
+    out << api::dump(api::to_json(*view)) << "\n";
+    return 0;
+  }
+  const auto& v = *view;
+  std::vector<std::vector<std::string>> fields = {
+      {"execution", v.id},
+      {"workflow", v.workflow_name},
+      {"workflow_id", or_dash(v.workflow_id)},
+      {"status", v.status},
+      {"attempt", std::to_string(v.attempt)},
+      {"start_source", v.start_source},
+      {"start_source_ref", or_dash(v.start_source_ref)},
+      {"input", one_line(api::dump(v.input), 200)},
+      {"output", one_line(api::dump(v.output), 200)},
+      {"error", one_line(or_dash(v.error), 200)},
+  };
+  for (const auto& f : fields) out << fmt::format("{:<17}{}\n", f[0] + ":", f[1]);
+  out << "\nhistory:\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& h : v.history) {
+    rows.push_back({std::to_string(h.id), h.op_seq ? std::to_string(*h.op_seq) : "-", h.kind,
+                    or_dash(h.name), one_line(api::dump(h.payload), 80)});
+  }
+  print_table(out, {"ID", "SEQ", "KIND", "NAME", "PAYLOAD"}, rows);
+  return 0;
+}
+
+int list_dead_letters(engine::Engine& engine, size_t limit, bool json, std::ostream& out,
+                      std::ostream& err) {
+  auto dead = engine.list_dead_letters(limit);
+  if (!dead) return fail_with(err, dead.error());
+  if (json) {
+    Json items = Json::array();
+    for (const auto& d : *dead) items.push_back(api::to_json(d));
+    out << api::dump(Json{{"items", items}}) << "\n";
+    return 0;
+  }
+  if (dead->empty()) {
+    out << "no dead letters\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& d : *dead) {
+    rows.push_back({d.execution_id, d.workflow_name, or_dash(d.workflow_id),
+                    std::to_string(d.attempts), d.failed_at, std::to_string(d.shard),
+                    one_line(d.error, 80)});
+  }
+  print_table(out, {"EXECUTION", "WORKFLOW", "WORKFLOW_ID", "ATTEMPTS", "FAILED", "SHARD", "ERROR"},
+              rows);
+  return 0;
+}
+
+int replay(engine::Engine& engine, const std::string& id, bool json, std::ostream& out,
+           std::ostream& err) {
+  if (auto r = engine.replay_dead_letter(id); !r) return fail_with(err, r.error());
+  if (json) {
+    out << api::dump(Json{{"execution_id", id}, {"outcome", "replayed"}}) << "\n";
+  } else {
+    out << "replayed " << id << "\n";
+  }
+  return 0;
+}
+
+// host:port/database of a connection URL, without scheme, credentials or
+// parameters.
+std::string location_of(const std::string& url) {
+  size_t scheme = url.find("://");
+  std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
+  if (size_t at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  if (size_t q = rest.find('?'); q != std::string::npos) rest = rest.substr(0, q);
+  return rest;
+}
+
+// Engine::open refuses to open while any shard is unreachable, yet showing
+// which shard is down is what `harvest shards` is for: then each URL is
+// probed directly.
+std::vector<engine::ShardStatus> probe_shards(const Target& target) {
+  std::vector<std::string> urls =
+      target.shard_urls.empty() ? std::vector<std::string>{target.url} : target.shard_urls;
+  std::vector<engine::ShardStatus> out;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    engine::ShardStatus st{.index = static_cast<int>(i), .location = location_of(urls[i])};
+    auto conn = store::Connection::open(urls[i]);
+    if (!conn) {
+      st.error = conn.error().message;
+    } else if (auto r = (*conn)->exec("SELECT 1"); !r) {
+      st.error = r.error().message;
+    } else {
+      st.readable = true;
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+int shards(const Target& target, bool json, std::ostream& out, std::ostream& err) {
+  auto engine = open_engine(target);
+  auto status = engine ? (*engine)->shard_status() : probe_shards(target);
+  size_t readable = 0;
+  for (const auto& s : status) readable += s.readable;
+  if (json) {
+    Json items = Json::array();
+    for (const auto& s : status) items.push_back(api::to_json(s));
+    out << api::dump(Json{{"shards", items}}) << "\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : status) {
+      rows.push_back({std::to_string(s.index), s.location, s.readable ? "yes" : "no",
+                      one_line(or_dash(s.error), 100)});
+    }
+    print_table(out, {"SHARD", "LOCATION", "READABLE", "ERROR"}, rows);
+  }
+  if (readable == status.size() && !status.empty()) return 0;
+  // A shard that cannot be read is an operational failure scripts must see.
+  err << fmt::format("error: {} of {} shards not readable\n", status.size() - readable,
+                     status.size());
+  return 1;
 }
 
 }  // namespace
@@ -26,16 +292,53 @@ std::string resolve_url(const std::string& flag) {
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"harvest: durable workflows on PostgreSQL, started from Kafka and SQS"};
   app.require_subcommand(1);
+  // Global options may follow the subcommand (`harvest dlq list --json`).
+  // Subcommands inherit this setting when they are created, so it comes first.
+  app.fallthrough();
   std::string url_flag;
   app.add_option("--database-url", url_flag,
                  "harvest database URL (default: $HARVEST_HARVEST_DATABASE_URL, then "
                  "$HARVEST_DATABASE_URL)");
+  std::string shard_flag;
+  app.add_option("--shard-urls", shard_flag,
+                 "comma-separated shard URLs, replacing the database URL (default: "
+                 "$HARVEST_SHARD_URLS)");
   bool json = false;
   app.add_flag("--json", json, "machine-readable output");
 
-  auto* migrate = app.add_subcommand("migrate", "apply pending migrations of every module");
+  auto* migrate_cmd = app.add_subcommand("migrate", "apply pending migrations of every module");
   bool dry_run = false;
-  migrate->add_flag("--dry-run", dry_run, "only list pending migrations");
+  migrate_cmd->add_flag("--dry-run", dry_run, "only list pending migrations");
+
+  auto* executions = app.add_subcommand("executions", "read workflow executions");
+  executions->require_subcommand(1);
+  auto* list_cmd = executions->add_subcommand("list", "list executions, newest first");
+  engine::ExecutionFilter filter;
+  std::string workflow, status, source, cursor;
+  list_cmd->add_option("--workflow", workflow, "only this workflow type");
+  list_cmd->add_option("--status", status,
+                       "only this status (pending, running, waiting, completed, failed)");
+  list_cmd->add_option("--start-source", source, "only this start source (api, client, broker…)");
+  list_cmd->add_option("--limit", filter.limit, "page size, 1..500")
+      ->default_val(50)
+      ->check(CLI::Range(1, 500));
+  list_cmd->add_option("--cursor", cursor, "the next page's cursor from a previous listing");
+  auto* show_cmd = executions->add_subcommand("show", "one execution with its history");
+  std::string execution_id;
+  show_cmd->add_option("id", execution_id, "execution id")->required();
+
+  auto* dlq = app.add_subcommand("dlq", "the engine's dead letters (runs that exhausted retries)");
+  dlq->require_subcommand(1);
+  auto* dlq_list = dlq->add_subcommand("list", "list dead-lettered runs");
+  size_t dlq_limit = 100;
+  dlq_list->add_option("--limit", dlq_limit, "at most this many, 1..1000")
+      ->default_val(100)
+      ->check(CLI::Range(1, 1000));
+  auto* dlq_replay = dlq->add_subcommand("replay", "re-run a dead-lettered execution");
+  std::string replay_id;
+  dlq_replay->add_option("id", replay_id, "execution id")->required();
+
+  auto* shards_cmd = app.add_subcommand("shards", "probe every PostgreSQL shard");
 
   try {
     app.parse(argc, argv);
@@ -47,50 +350,31 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return rc == 0 ? 0 : 2;
   }
 
-  std::string url = resolve_url(url_flag);
-  if (url.empty()) {
+  Target target{resolve_url(url_flag),
+                split_urls(shard_flag.empty() ? env("HARVEST_SHARD_URLS") : shard_flag)};
+  const bool dev = env("HARVEST_PROFILE") == "dev";
+  if (target.url.empty() && target.shard_urls.empty() && !(dev && !migrate_cmd->parsed())) {
     err << "error: no database: pass --database-url or set HARVEST_DATABASE_URL\n";
     return 2;
   }
-  auto conn = store::Connection::open(url);
-  if (!conn) {
-    err << "error: " << conn.error().message << "\n";
-    return 1;
-  }
 
-  if (migrate->parsed()) {
-    auto sets = plugin::all_migration_sets();
-    if (dry_run) {
-      auto pending = store::pending_migrations(**conn, sets);
-      if (!pending) {
-        err << "error: " << pending.error().message << "\n";
-        return 1;
-      }
-      if (json) {
-        nlohmann::json arr = nlohmann::json::array();
-        for (const auto& p : *pending) arr.push_back(p.label());
-        out << nlohmann::json{{"pending", arr}}.dump() << "\n";
-      } else {
-        for (const auto& p : *pending) out << "pending  " << p.label() << "\n";
-        if (pending->empty()) out << "up to date\n";
-      }
-      return 0;
-    }
-    auto applied = store::apply_migrations(**conn, sets);
-    if (!applied) {
-      err << "error: " << applied.error().message << "\n";
-      return 1;
-    }
-    if (json) {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& p : *applied) arr.push_back(p.label());
-      out << nlohmann::json{{"applied", arr}}.dump() << "\n";
-    } else {
-      for (const auto& p : *applied) out << "applied  " << p.label() << "\n";
-      if (applied->empty()) out << "up to date\n";
-    }
-    return 0;
+  if (migrate_cmd->parsed()) return migrate(target, dry_run, json, out, err);
+  if (shards_cmd->parsed()) return shards(target, json, out, err);
+
+  auto engine = open_engine(target);
+  if (!engine) return fail_with(err, engine.error());
+  engine::Engine& e = **engine;
+
+  if (list_cmd->parsed()) {
+    if (!workflow.empty()) filter.workflow = workflow;
+    if (!status.empty()) filter.status = status;
+    if (!source.empty()) filter.start_source = source;
+    if (!cursor.empty()) filter.cursor = cursor;
+    return list_executions(e, filter, json, out, err);
   }
+  if (show_cmd->parsed()) return show_execution(e, execution_id, json, out, err);
+  if (dlq_list->parsed()) return list_dead_letters(e, dlq_limit, json, out, err);
+  if (dlq_replay->parsed()) return replay(e, replay_id, json, out, err);
   return 2;
 }
 

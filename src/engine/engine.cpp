@@ -152,26 +152,6 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
   config.harvest_database_url = env_or(config.harvest_database_url, "HARVEST_HARVEST_DATABASE_URL");
   config.database_url = env_or(config.database_url, "HARVEST_DATABASE_URL");
   const bool dev = config.profile == "dev";
-  std::string url;
-  DeploymentMode mode;
-  if (!config.harvest_database_url.empty()) {
-    url = config.harvest_database_url;
-    mode = DeploymentMode::kSplit;
-  } else if (!config.database_url.empty()) {
-    url = config.database_url;
-    mode = DeploymentMode::kEmbedded;
-  } else if (dev) {
-    auto dev_url = store::ensure_dev_cluster();
-    if (!dev_url) return fail(dev_url.error());
-    url = *dev_url;
-    mode = DeploymentMode::kDevCluster;
-  } else {
-    return fail(Error::config(
-        "no database configured: set HARVEST_DATABASE_URL (or HARVEST_HARVEST_DATABASE_URL for a "
-        "separate harvest database), or HARVEST_PROFILE=dev for a private local cluster"));
-  }
-
-  std::vector<std::string> urls{url};
   if (config.shard_urls.empty()) {
     std::string list = env_or("", "HARVEST_SHARD_URLS");
     for (size_t pos = 0; !list.empty() && pos <= list.size();) {
@@ -183,15 +163,43 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
       pos = comma + 1;
     }
   }
-  if (!config.shard_urls.empty()) urls = config.shard_urls;
+  std::vector<std::string> urls;
+  DeploymentMode mode;
+  if (!config.shard_urls.empty()) {
+    urls = config.shard_urls;  // the shards are the harvest databases
+    mode = DeploymentMode::kSplit;
+  } else if (!config.harvest_database_url.empty()) {
+    urls = {config.harvest_database_url};
+    mode = DeploymentMode::kSplit;
+  } else if (!config.database_url.empty()) {
+    urls = {config.database_url};
+    mode = DeploymentMode::kEmbedded;
+  } else if (dev) {
+    auto dev_url = store::ensure_dev_cluster();
+    if (!dev_url) return fail(dev_url.error());
+    urls = {*dev_url};
+    mode = DeploymentMode::kDevCluster;
+  } else {
+    return fail(Error::config(
+        "no database configured: set HARVEST_DATABASE_URL (or HARVEST_HARVEST_DATABASE_URL for a "
+        "separate harvest database, or HARVEST_SHARD_URLS for several), or HARVEST_PROFILE=dev "
+        "for a private local cluster"));
+  }
 
   std::unique_ptr<Engine> engine(
       new Engine(std::move(config), std::move(workflows), std::move(urls), mode));
   std::vector<store::MigrationSet> sets{engine_migrations()};
   for (auto& s : plugin_migrations) sets.push_back(std::move(s));
-  // Every shard carries the full schema (plugin tables included).
+  // Every shard carries the full schema (plugin tables included). The first
+  // shard must answer; another that does not is reported and skipped, so one
+  // shard being down does not keep the rest from serving.
   for (size_t i = 0; i < engine->shards_.size(); ++i) {
     auto conn = engine->shards_[i].pool->acquire();
+    if (!conn && i > 0) {
+      log::warn("shard {} is unreachable at start-up ({}); its migrations were not checked", i,
+                conn.error().message);
+      continue;
+    }
     if (!conn) return fail(conn.error());
     if (dev) {
       auto applied = store::apply_migrations(**conn, sets);
