@@ -1,0 +1,56 @@
+// Kafka → a durable workflow start: each record on `orders.placed` starts
+// exactly one `fulfil_order` run, acked only once the start is durable.
+//   KAFKA_BOOTSTRAP=127.0.0.1:9092 HARVEST_DATABASE_URL=postgresql://… kafka_connector_quickstart
+#include <csignal>
+#include <cstdlib>
+
+#include "kafka/kafka_source.hpp"
+#include "plugin/plugin.hpp"
+
+using namespace harvest;
+using connector::MapResult, connector::MappedMessage, connector::MessageCtx;
+
+struct OrderPlaced {
+  std::string order_id;
+  long total_cents = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OrderPlaced, order_id, total_cents)
+
+int main() {
+  // Stop signals are blocked before any thread starts (every thread inherits
+  // the mask), so the sigwait at the end is their only receiver.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // ---- the user code: a workflow, a source, a binding, the plugin ----
+  engine::WorkflowRegistry workflows;
+  workflows.add("fulfil_order", [](engine::WorkflowContext&, OrderPlaced order) {
+    return "fulfilled " + order.order_id;
+  });
+  const char* brokers = std::getenv("KAFKA_BOOTSTRAP");
+  auto source =
+      kafka::KafkaSource::connect(kafka::KafkaSourceConfig(brokers ? brokers : "localhost:9092",
+                                                           "harvest-orders", "orders.placed"))
+          .value();
+  auto binding = connector::SourceBinding::starts("orders", "orders.placed", "fulfil_order")
+                     .map_json([](const MessageCtx&, OrderPlaced order) -> MapResult {
+                       return MappedMessage{"order-" + order.order_id, order};
+                     })
+                     .max_in_flight(32);
+  auto app = plugin::HarvestPlugin()
+                 .workflows(std::move(workflows))
+                 .connector(binding, source)
+                 .worker(engine::WorkerConfig{})
+                 .build();
+  // ---- end of user code ----
+
+  app->start();
+  // Run until SIGINT/SIGTERM, then stop in order (connectors, then workers).
+  int received = 0;
+  sigwait(&stop_signals, &received);
+  app->stop();
+  return 0;
+}

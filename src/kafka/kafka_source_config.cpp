@@ -1,0 +1,159 @@
+#include "kafka/kafka_source_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace harvest::kafka {
+namespace {
+
+constexpr const char* kBootstrap = "bootstrap.servers";
+constexpr const char* kGroup = "group.id";
+
+std::string normalise_key(std::string key) {
+  // librdkafka treats these as one property; keeping one spelling means the
+  // identity and the forced settings cannot be sidestepped by the alias.
+  if (key == "metadata.broker.list") return kBootstrap;
+  return key;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
+// One seed entry, `host[:port]`, optionally behind a `proto://` prefix
+// (librdkafka accepts e.g. `PLAINTEXT://host:port`).
+std::string canonical_entry(std::string entry) {
+  entry = lower(entry);
+  std::string scheme;
+  if (auto pos = entry.find("://"); pos != std::string::npos) {
+    scheme = entry.substr(0, pos + 3);
+    entry = entry.substr(pos + 3);
+  }
+  std::string host = entry;
+  std::string port;
+  if (!entry.empty() && entry.front() == '[') {
+    // [v6::addr]:port
+    const auto close = entry.find(']');
+    if (close != std::string::npos) {
+      host = entry.substr(0, close + 1);
+      if (close + 1 < entry.size() && entry[close + 1] == ':') port = entry.substr(close + 2);
+    }
+  } else if (std::count(entry.begin(), entry.end(), ':') == 1) {
+    const auto colon = entry.find(':');
+    host = entry.substr(0, colon);
+    port = entry.substr(colon + 1);
+  }
+  if (port.empty()) port = "9092";
+  return scheme + host + ":" + port;
+}
+
+}  // namespace
+
+KafkaSourceConfig::KafkaSourceConfig(std::string brokers, std::string group, std::string topic)
+    : brokers_(std::move(brokers)), group_(std::move(group)), topic_(std::move(topic)) {}
+
+KafkaSourceConfig& KafkaSourceConfig::property(std::string key, std::string value) & {
+  key = normalise_key(std::move(key));
+  auto it = std::find_if(properties_.begin(), properties_.end(),
+                         [&](const auto& kv) { return kv.first == key; });
+  if (it != properties_.end()) {
+    it->second = std::move(value);
+  } else {
+    properties_.emplace_back(std::move(key), std::move(value));
+  }
+  return *this;
+}
+
+KafkaSourceConfig&& KafkaSourceConfig::property(std::string key, std::string value) && {
+  return std::move(property(std::move(key), std::move(value)));
+}
+
+KafkaSourceConfig& KafkaSourceConfig::max_buffered(size_t n) & {
+  max_buffered_ = std::max<size_t>(n, 1);
+  return *this;
+}
+KafkaSourceConfig&& KafkaSourceConfig::max_buffered(size_t n) && {
+  return std::move(max_buffered(n));
+}
+KafkaSourceConfig& KafkaSourceConfig::sync_timeout(std::chrono::milliseconds t) & {
+  sync_timeout_ = t;
+  return *this;
+}
+KafkaSourceConfig&& KafkaSourceConfig::sync_timeout(std::chrono::milliseconds t) && {
+  return std::move(sync_timeout(t));
+}
+KafkaSourceConfig& KafkaSourceConfig::close_timeout(std::chrono::milliseconds t) & {
+  close_timeout_ = t;
+  return *this;
+}
+KafkaSourceConfig&& KafkaSourceConfig::close_timeout(std::chrono::milliseconds t) && {
+  return std::move(close_timeout(t));
+}
+
+std::map<std::string, std::string> KafkaSourceConfig::effective_properties() const {
+  std::map<std::string, std::string> out;
+  out[kBootstrap] = brokers_;
+  out[kGroup] = group_;
+  for (const auto& [k, v] : properties_) out[k] = v;
+  // Auto-commit would commit offsets the runtime never vouched for, breaking
+  // ack-after-commit unconditionally; auto offset store is its feeder. We
+  // commit explicit offsets only.
+  out["enable.auto.commit"] = "false";
+  out["enable.auto.offset.store"] = "false";
+  return out;
+}
+
+std::string KafkaSourceConfig::effective_brokers() const {
+  return effective_properties().at(kBootstrap);
+}
+
+std::string KafkaSourceConfig::effective_group() const {
+  return effective_properties().at(kGroup);
+}
+
+OffsetReset KafkaSourceConfig::offset_reset() const {
+  const auto props = effective_properties();
+  auto it = props.find("auto.offset.reset");
+  if (it == props.end()) return OffsetReset::kLatest;  // librdkafka default: largest
+  const std::string v = lower(trim(it->second));
+  if (v == "smallest" || v == "earliest" || v == "beginning") return OffsetReset::kEarliest;
+  if (v == "error") return OffsetReset::kError;
+  return OffsetReset::kLatest;
+}
+
+std::string canonical_bootstrap(const std::string& brokers) {
+  std::set<std::string> entries;
+  size_t start = 0;
+  while (start <= brokers.size()) {
+    size_t comma = brokers.find(',', start);
+    if (comma == std::string::npos) comma = brokers.size();
+    std::string entry = trim(brokers.substr(start, comma - start));
+    if (!entry.empty()) entries.insert(canonical_entry(std::move(entry)));
+    start = comma + 1;
+  }
+  std::string out;
+  for (const auto& e : entries) {
+    if (!out.empty()) out += ',';
+    out += e;
+  }
+  return out;
+}
+
+std::string subscription_identity(const KafkaSourceConfig& config) {
+  const nlohmann::json parts = {canonical_bootstrap(config.effective_brokers()),
+                                config.effective_group(), config.topic()};
+  return "kafka:" + parts.dump();
+}
+
+}  // namespace harvest::kafka

@@ -1,0 +1,97 @@
+// Configuration of a KafkaSource and the physical subscription it names.
+//
+// `KafkaSourceConfig(brokers, group, topic).property(k, v)` carries any
+// librdkafka property (SASL, TLS, fetch tuning) plus a few harvest knobs.
+// `effective_properties()` is what the consumer is actually created with:
+// the constructor's brokers and group unless a `.property()` overrides them,
+// and the two auto-commit switches forced off (KAF-1).
+//
+// `canonical_bootstrap()` and `subscription_identity()` implement CON-4's
+// "same physical subscription" test: a seed list is a set of addresses, so
+// order, case, whitespace, duplicates and the default port do not matter.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace harvest::kafka {
+
+// Where a partition without a committed offset starts, from the effective
+// `auto.offset.reset` (librdkafka's default is `largest`, i.e. kLatest).
+enum class OffsetReset { kEarliest, kLatest, kError };
+
+class KafkaSourceConfig {
+ public:
+  // `brokers`: bootstrap.servers seed list; `group`: group.id; `topic`: the
+  // one topic this source subscribes to (also its stream name).
+  KafkaSourceConfig(std::string brokers, std::string group, std::string topic);
+
+  // Any librdkafka property, applied in call order (a later call for the
+  // same key wins). `metadata.broker.list` is treated as its alias
+  // `bootstrap.servers`. `enable.auto.commit` and `enable.auto.offset.store`
+  // are accepted but overridden to false at connect, with a warning.
+  KafkaSourceConfig& property(std::string key, std::string value) &;
+  KafkaSourceConfig&& property(std::string key, std::string value) &&;
+
+  // Messages read ahead of `receive` before the source pauses fetching
+  // (backpressure; fetching resumes at half). Default 1000; 0 is floored to 1.
+  // Read-ahead messages are not committed, so a crash costs only redelivery.
+  KafkaSourceConfig& max_buffered(size_t n) &;
+  KafkaSourceConfig&& max_buffered(size_t n) &&;
+
+  // Bound on each synchronous broker round trip the source makes on its own
+  // behalf: the anchor commits of recover() and of the eager `latest` floor,
+  // the final commit on revocation, and the committed-offset query that
+  // precedes them. Default 10 s. A commit that misses it is reported as a
+  // transient failure (it may still land later; it only ever commits work
+  // that is already durable).
+  KafkaSourceConfig& sync_timeout(std::chrono::milliseconds t) &;
+  KafkaSourceConfig&& sync_timeout(std::chrono::milliseconds t) &&;
+
+  // Longest wait, when a consumer is closed (recover(), destruction), for the
+  // group to take the assignment back before close() is called anyway.
+  // Default 10 s.
+  KafkaSourceConfig& close_timeout(std::chrono::milliseconds t) &;
+  KafkaSourceConfig&& close_timeout(std::chrono::milliseconds t) &&;
+
+  [[nodiscard]] const std::string& topic() const { return topic_; }
+  [[nodiscard]] size_t max_buffered() const { return max_buffered_; }
+  [[nodiscard]] std::chrono::milliseconds sync_timeout() const { return sync_timeout_; }
+  [[nodiscard]] std::chrono::milliseconds close_timeout() const { return close_timeout_; }
+  // Properties as given, in call order, after alias normalisation.
+  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& properties() const {
+    return properties_;
+  }
+
+  // The properties the consumer is created with (see the file comment).
+  [[nodiscard]] std::map<std::string, std::string> effective_properties() const;
+  // bootstrap.servers / group.id as the consumer will see them.
+  [[nodiscard]] std::string effective_brokers() const;
+  [[nodiscard]] std::string effective_group() const;
+  [[nodiscard]] OffsetReset offset_reset() const;
+
+ private:
+  std::string brokers_;
+  std::string group_;
+  std::string topic_;
+  std::vector<std::pair<std::string, std::string>> properties_;
+  size_t max_buffered_ = 1000;
+  std::chrono::milliseconds sync_timeout_{10'000};
+  std::chrono::milliseconds close_timeout_{10'000};
+};
+
+// The seed list in canonical form: split on commas, whitespace trimmed, empty
+// entries dropped, host lower-cased, port 9092 added where absent (IPv6
+// literals in brackets are understood), duplicates removed, sorted, joined
+// with ','. `B:9092,a` and `a:9092, b` both give `a:9092,b:9092`.
+[[nodiscard]] std::string canonical_bootstrap(const std::string& brokers);
+
+// CON-4's identity: canonical bootstrap + effective group.id + topic, encoded
+// injectively (a JSON array) behind a `kafka:` tag.
+[[nodiscard]] std::string subscription_identity(const KafkaSourceConfig& config);
+
+}  // namespace harvest::kafka

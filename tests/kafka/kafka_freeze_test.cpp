@@ -1,0 +1,173 @@
+// KafkaSource with the broker frozen (SIGSTOP): KAF-5 / CON-14, a lag sample
+// is abandoned within its deadline without blocking consumption; KAF-3, a
+// recovery whose anchor commit cannot land fails without rebuilding. These
+// freeze the shared test broker, so ctest runs them serially (RUN_SERIAL in
+// CMakeLists.txt).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+
+#include "kafka_fixture.hpp"
+
+namespace harvest::kafka::testing {
+namespace {
+
+// The broker's pid from the state dir of scripts/services/kafka.sh:
+// ${HARVEST_KAFKA_DIR:-/tmp/harvest-kafka-$PORT}/kafka.pid.
+Result<pid_t> broker_pid(const std::string& bootstrap) {
+  std::string dir;
+  if (const char* env = std::getenv("HARVEST_KAFKA_DIR"); env != nullptr && *env != '\0') {
+    dir = env;
+  } else {
+    const auto colon = bootstrap.rfind(':');
+    const std::string port = colon == std::string::npos ? "9092" : bootstrap.substr(colon + 1);
+    dir = "/tmp/harvest-kafka-" + port;
+  }
+  std::ifstream in(dir + "/kafka.pid");
+  long pid = 0;
+  if (!(in >> pid) || pid <= 1) {
+    return fail(Error::config("cannot read the broker pid from " + dir +
+                              "/kafka.pid: this test needs the broker started by "
+                              "scripts/services/kafka.sh (set HARVEST_KAFKA_DIR if it uses a "
+                              "non-default state dir)"));
+  }
+  return static_cast<pid_t>(pid);
+}
+
+// SIGSTOPs the broker; SIGCONTs it when thawed or destroyed, so a failing
+// assertion can never leave the shared broker frozen.
+class FrozenBroker {
+ public:
+  explicit FrozenBroker(pid_t pid) : pid_(pid) {
+    if (::kill(pid_, SIGSTOP) != 0) {
+      ADD_FAILURE() << "kill -STOP " << pid_ << ": " << std::strerror(errno);
+      pid_ = 0;
+    }
+  }
+  ~FrozenBroker() { thaw(); }
+  FrozenBroker(const FrozenBroker&) = delete;
+  FrozenBroker& operator=(const FrozenBroker&) = delete;
+
+  void thaw() {
+    if (pid_ == 0) return;
+    if (::kill(pid_, SIGCONT) != 0) {
+      ADD_FAILURE() << "kill -CONT " << pid_ << ": " << std::strerror(errno);
+    }
+    pid_ = 0;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+TEST_F(KafkaSourceTest, lag_sample_is_abandoned_within_its_deadline_while_the_broker_is_frozen) {
+  auto pid = broker_pid(broker_->bootstrap());
+  ASSERT_TRUE(pid) << pid.error().message;
+
+  const auto topic = make_topic(2);
+  for (int p = 0; p < 2; ++p) {
+    for (int i = 0; i < 3; ++i) produce(topic, p, "m");
+  }
+  const auto group = unique_name("g");
+  auto source = connect(config(group, topic));
+  auto got = receive_n(*source, 6);
+  ASSERT_EQ(got.size(), 6u);
+  std::vector<Message> heads;
+  for (const auto& m : got) {
+    if (coords(m).offset == 0) heads.push_back(m);
+  }
+  ASSERT_TRUE(source->ack(heads));
+  await_committed(group, topic, {{0, 1}, {1, 1}});
+  auto warm = source->lag(std::chrono::steady_clock::now() + 10s);
+  ASSERT_TRUE(warm) << warm.error().message;
+  ASSERT_EQ(*warm, std::optional<int64_t>(4));
+
+  constexpr auto kBudget = 2s;
+  constexpr auto kMargin = 1500ms;
+  {
+    FrozenBroker frozen(*pid);
+    // The sample runs on its own thread, as the runtime's sampler does.
+    const auto started = std::chrono::steady_clock::now();
+    auto sample = std::async(std::launch::async, [&] { return source->lag(started + kBudget); });
+
+    // Consumption does not wait for the stuck sample.
+    const auto receive_started = std::chrono::steady_clock::now();
+    auto batch = source->receive(10, 200ms);
+    const auto receive_took = std::chrono::steady_clock::now() - receive_started;
+    ASSERT_TRUE(batch) << batch.error().message;
+    EXPECT_TRUE(batch->empty());
+    EXPECT_LT(receive_took, 1s) << "receive was blocked by the lag sample";
+
+    ASSERT_EQ(sample.wait_for(kBudget + kMargin + 5s), std::future_status::ready)
+        << "the lag sample ignored its deadline";
+    const auto took = std::chrono::steady_clock::now() - started;
+    auto lag = sample.get();
+    ASSERT_TRUE(lag) << lag.error().message;
+    EXPECT_EQ(*lag, std::nullopt) << "a frozen broker cannot have answered";
+    EXPECT_LT(took, kBudget + kMargin);
+    EXPECT_GT(took, kBudget - 500ms) << "gave up before its deadline rather than at it";
+    frozen.thaw();
+  }
+
+  // Thawed: sampling and consumption resume.
+  std::optional<int64_t> after;
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto lag = source->lag(std::chrono::steady_clock::now() + 5s);
+        if (lag && *lag) after = **lag;
+        return after.has_value();
+      },
+      60s));
+  EXPECT_EQ(after, std::optional<int64_t>(4));
+  const int64_t offset = produce(topic, 0, "after the thaw");
+  EXPECT_TRUE(receive_at(*source, 0, offset, 60s)) << "consumption did not resume";
+}
+
+TEST_F(KafkaSourceTest, recover_fails_without_rebuilding_when_the_anchor_commit_cannot_land) {
+  auto pid = broker_pid(broker_->bootstrap());
+  ASSERT_TRUE(pid) << pid.error().message;
+
+  const auto topic = make_topic(1);
+  for (int i = 0; i < 3; ++i) produce(topic, 0, "m");
+  const auto group = unique_name("g");
+  auto source = connect(config(group, topic).sync_timeout(1s));
+  auto got = receive_n(*source, 3);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_TRUE(source->ack({got[0]}));
+  await_committed(group, topic, {{0, 1}});
+  const auto owned_before = source->snapshot().owned;
+
+  {
+    FrozenBroker frozen(*pid);
+    const auto started = std::chrono::steady_clock::now();
+    auto recovered = source->recover();
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_FALSE(recovered) << "recover claimed success with the broker frozen";
+    EXPECT_EQ(recovered.error().kind, ErrorKind::kTransient) << recovered.error().message;
+    EXPECT_LT(took, 1s + 1500ms) << "the anchor commit ignored sync_timeout";
+    EXPECT_EQ(source->snapshot().owned, owned_before) << "the consumer was rebuilt anyway";
+    frozen.thaw();
+  }
+
+  // The runtime backs off and retries; once the broker answers, it succeeds
+  // and the rebuilt consumer resumes from the last commit.
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = source->recover();
+        return r && *r;
+      },
+      60s));
+  EXPECT_EQ(committed(group, topic), (std::map<int32_t, int64_t>{{0, 1}}));
+  auto again = receive_n(*source, 2);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(coords(again[0]).offset, 1);
+  EXPECT_EQ(coords(again[1]).offset, 2);
+}
+
+}  // namespace
+}  // namespace harvest::kafka::testing

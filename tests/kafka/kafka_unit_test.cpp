@@ -1,0 +1,142 @@
+// KafkaSource rules that need no broker: the canonical subscription identity
+// (CON-4), the forced configuration (KAF-1) and the anchor filter (KAF-4).
+#include <gtest/gtest.h>
+
+#include "common/log.hpp"
+#include "kafka/anchor_book.hpp"
+#include "kafka/kafka_source.hpp"
+
+namespace harvest::kafka {
+namespace {
+
+// Nothing listens on port 1: proves connect does not need a broker.
+constexpr const char* kNoBroker = "127.0.0.1:1";
+
+TEST(CanonicalBootstrap, order_case_whitespace_duplicates_and_default_port_do_not_matter) {
+  EXPECT_EQ(canonical_bootstrap("B:9092,a"), "a:9092,b:9092");
+  EXPECT_EQ(canonical_bootstrap("a:9092, b"), "a:9092,b:9092");
+  EXPECT_EQ(canonical_bootstrap(" a , A:9092,,b:9092 "), "a:9092,b:9092");
+  EXPECT_EQ(canonical_bootstrap("Kafka-1.Example.COM:19092"), "kafka-1.example.com:19092");
+}
+
+TEST(CanonicalBootstrap, a_different_port_is_a_different_broker) {
+  EXPECT_NE(canonical_bootstrap("a:9093"), canonical_bootstrap("a"));
+}
+
+TEST(CanonicalBootstrap, bracketed_ipv6_literals_keep_their_colons) {
+  EXPECT_EQ(canonical_bootstrap("[::1]"), "[::1]:9092");
+  EXPECT_EQ(canonical_bootstrap("[::1]:19092,[::1]:19092"), "[::1]:19092");
+}
+
+TEST(SubscriptionIdentity, equivalent_seed_lists_name_the_same_subscription) {
+  EXPECT_EQ(subscription_identity(KafkaSourceConfig("B:9092,a", "g", "orders")),
+            subscription_identity(KafkaSourceConfig("a:9092, b", "g", "orders")));
+}
+
+TEST(SubscriptionIdentity, group_and_topic_distinguish_subscriptions) {
+  const auto base = subscription_identity(KafkaSourceConfig("a", "g", "orders"));
+  EXPECT_NE(base, subscription_identity(KafkaSourceConfig("a", "g2", "orders")));
+  EXPECT_NE(base, subscription_identity(KafkaSourceConfig("a", "g", "orders2")));
+}
+
+TEST(SubscriptionIdentity, a_property_override_of_group_or_brokers_is_what_counts) {
+  const auto overridden =
+      KafkaSourceConfig("a", "declared", "orders").property("group.id", "effective");
+  EXPECT_EQ(subscription_identity(overridden),
+            subscription_identity(KafkaSourceConfig("a", "effective", "orders")));
+  const auto aliased =
+      KafkaSourceConfig("x", "g", "orders").property("metadata.broker.list", "A:9092");
+  EXPECT_EQ(subscription_identity(aliased),
+            subscription_identity(KafkaSourceConfig("a", "g", "orders")));
+}
+
+TEST(SubscriptionIdentity, the_encoding_is_injective_across_field_boundaries) {
+  EXPECT_NE(subscription_identity(KafkaSourceConfig("a", "g\",\"t", "x")),
+            subscription_identity(KafkaSourceConfig("a", "g", "t\",\"x")));
+}
+
+TEST(KafkaSourceConfigTest, auto_commit_is_forced_off_and_offset_reset_left_alone) {
+  const auto props = KafkaSourceConfig("a", "g", "t")
+                         .property("enable.auto.commit", "true")
+                         .property("enable.auto.offset.store", "true")
+                         .property("fetch.min.bytes", "10")
+                         .effective_properties();
+  EXPECT_EQ(props.at("enable.auto.commit"), "false");
+  EXPECT_EQ(props.at("enable.auto.offset.store"), "false");
+  EXPECT_EQ(props.at("fetch.min.bytes"), "10");
+  EXPECT_FALSE(props.contains("auto.offset.reset")) << "librdkafka's default applies";
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t").offset_reset(), OffsetReset::kLatest);
+  EXPECT_EQ(
+      KafkaSourceConfig("a", "g", "t").property("auto.offset.reset", "smallest").offset_reset(),
+      OffsetReset::kEarliest);
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t")
+                .property("auto.offset.reset", "earliest")
+                .effective_properties()
+                .at("auto.offset.reset"),
+            "earliest");
+}
+
+TEST(KafkaSourceConnect, is_lazy_and_warns_about_a_forced_setting) {
+  log::LogCapture capture;
+  auto source = KafkaSource::connect(
+      KafkaSourceConfig(kNoBroker, "g", "orders").property("enable.auto.commit", "true"));
+  ASSERT_TRUE(source) << source.error().message;
+  EXPECT_TRUE(capture.contains({"enable.auto.commit=true", "forced to false"}));
+  EXPECT_EQ((*source)->stream(), "orders");
+  EXPECT_FALSE((*source)->abandon_redelivers());
+  EXPECT_EQ((*source)->dead_letter_destination(), std::nullopt);
+  EXPECT_TRUE((*source)->abandon({}));
+  EXPECT_EQ((*source)->subscription_identity(),
+            subscription_identity(KafkaSourceConfig(kNoBroker, "g", "orders")));
+}
+
+TEST(KafkaSourceConnect, an_invalid_property_is_a_config_error_naming_it) {
+  auto source = KafkaSource::connect(
+      KafkaSourceConfig(kNoBroker, "g", "orders").property("no.such.property", "1"));
+  ASSERT_FALSE(source);
+  EXPECT_EQ(source.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(source.error().message.find("no.such.property"), std::string::npos)
+      << source.error().message;
+}
+
+TEST(KafkaSourceConnect, an_empty_topic_or_group_is_a_config_error) {
+  auto no_topic = KafkaSource::connect(KafkaSourceConfig(kNoBroker, "g", ""));
+  ASSERT_FALSE(no_topic);
+  EXPECT_EQ(no_topic.error().kind, ErrorKind::kConfig);
+  auto no_group = KafkaSource::connect(KafkaSourceConfig(kNoBroker, "", "t"));
+  ASSERT_FALSE(no_group);
+  EXPECT_EQ(no_group.error().kind, ErrorKind::kConfig);
+}
+
+TEST(AnchorBookTest, the_first_read_wins_and_commits_raise_it) {
+  AnchorBook book;
+  EXPECT_TRUE(book.record_first_read(0, 100));
+  EXPECT_FALSE(book.record_first_read(0, 50));
+  EXPECT_EQ(book.anchor(0), 100);
+  book.raise(0, 90);
+  EXPECT_EQ(book.anchor(0), 100) << "an anchor never moves backwards";
+  book.raise(0, 120);
+  EXPECT_EQ(book.anchor(0), 120);
+  EXPECT_EQ(book.anchor(1), std::nullopt);
+}
+
+TEST(SelectAnchorCommits, only_owned_partitions_are_committed) {
+  const std::map<int32_t, int64_t> anchors{{0, 10}, {1, 20}};
+  EXPECT_EQ(select_anchor_commits(anchors, {1}, {}), (std::map<int32_t, int64_t>{{1, 20}}));
+}
+
+TEST(SelectAnchorCommits, nothing_is_committed_while_the_assignment_is_empty) {
+  EXPECT_TRUE(select_anchor_commits({{0, 10}, {1, 20}}, {}, {}).empty());
+}
+
+TEST(SelectAnchorCommits, an_anchor_must_strictly_raise_the_groups_commit) {
+  const std::map<int32_t, int64_t> anchors{{0, 100}, {1, 20}, {2, 7}, {3, 5}};
+  const std::map<int32_t, int64_t> group{{0, 5000}, {1, 20}, {2, 6}};
+  EXPECT_EQ(select_anchor_commits(anchors, {0, 1, 2, 3}, group),
+            (std::map<int32_t, int64_t>{{2, 7}, {3, 5}}))
+      << "below (stale after revoke-and-return) and equal are skipped; above and "
+         "no-commit-yet are written";
+}
+
+}  // namespace
+}  // namespace harvest::kafka
