@@ -105,6 +105,10 @@ std::map<std::string, std::string> KafkaSourceConfig::effective_properties() con
   std::map<std::string, std::string> out;
   out[kBootstrap] = brokers_;
   out[kGroup] = group_;
+  // harvest's default is earliest (librdkafka's is latest): a new binding
+  // starts from the beginning of the topic unless the caller chooses the tail.
+  // A default, not a forced setting: `.property("auto.offset.reset", …)` wins.
+  out["auto.offset.reset"] = "earliest";
   for (const auto& [k, v] : properties_) out[k] = v;
   // Auto-commit would commit offsets the runtime never vouched for, breaking
   // ack-after-commit unconditionally; auto offset store is its feeder. We
@@ -125,7 +129,7 @@ std::string KafkaSourceConfig::effective_group() const {
 OffsetReset KafkaSourceConfig::offset_reset() const {
   const auto props = effective_properties();
   auto it = props.find("auto.offset.reset");
-  if (it == props.end()) return OffsetReset::kLatest;  // librdkafka default: largest
+  if (it == props.end()) return OffsetReset::kEarliest;
   const std::string v = lower(trim(it->second));
   if (v == "smallest" || v == "earliest" || v == "beginning") return OffsetReset::kEarliest;
   if (v == "error") return OffsetReset::kError;

@@ -21,7 +21,8 @@
 namespace harvest::kafka {
 
 // Where a partition without a committed offset starts, from the effective
-// `auto.offset.reset` (librdkafka's default is `largest`, i.e. kLatest).
+// `auto.offset.reset`: harvest defaults it to earliest (librdkafka's own
+// default is latest); the caller's `.property("auto.offset.reset", …)` wins.
 enum class OffsetReset { kEarliest, kLatest, kError };
 
 class KafkaSourceConfig {

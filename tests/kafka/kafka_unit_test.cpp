@@ -64,8 +64,11 @@ TEST(KafkaSourceConfigTest, auto_commit_is_forced_off_and_offset_reset_left_alon
   EXPECT_EQ(props.at("enable.auto.commit"), "false");
   EXPECT_EQ(props.at("enable.auto.offset.store"), "false");
   EXPECT_EQ(props.at("fetch.min.bytes"), "10");
-  EXPECT_FALSE(props.contains("auto.offset.reset")) << "librdkafka's default applies";
-  EXPECT_EQ(KafkaSourceConfig("a", "g", "t").offset_reset(), OffsetReset::kLatest);
+  EXPECT_EQ(props.at("auto.offset.reset"), "earliest") << "harvest's default, not librdkafka's";
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t").offset_reset(), OffsetReset::kEarliest);
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t").property("auto.offset.reset", "latest").offset_reset(),
+            OffsetReset::kLatest)
+      << "a default, not forced";
   EXPECT_EQ(
       KafkaSourceConfig("a", "g", "t").property("auto.offset.reset", "smallest").offset_reset(),
       OffsetReset::kEarliest);
