@@ -29,30 +29,28 @@ std::string seconds_param(std::chrono::seconds s) {
 
 // Inserts the execution row and its WorkflowStarted event. Returns the id of
 // the new execution, or std::nullopt when the workflow_id already names one.
+// Inserts the execution row and its WorkflowStarted event in one statement
+// (atomic on its own, one round trip). Returns the id of the new execution
+// (`id`, or a fresh one), or std::nullopt when the workflow_id already names
+// one.
 Result<std::optional<std::string>> insert_execution(store::Connection& conn, const WorkflowDef& def,
                                                     const std::optional<std::string>& workflow_id,
                                                     const Json& input, std::string_view source,
-                                                    const std::optional<std::string>& source_ref) {
-  std::string id = new_uuid();
+                                                    const std::optional<std::string>& source_ref,
+                                                    std::string id = new_uuid()) {
   auto ins = conn.exec(
-      "INSERT INTO harvest_workflow_executions "
+      "WITH e AS (INSERT INTO harvest_workflow_executions "
       "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
       "max_attempts) VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7) "
-      "ON CONFLICT (workflow_name, workflow_id) DO NOTHING RETURNING id",
+      "ON CONFLICT (workflow_name, workflow_id) DO NOTHING RETURNING id) "
+      "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
+      "SELECT id, 'WorkflowStarted', $2, jsonb_build_object('start_source', $5::text, "
+      "'start_source_ref', $6::text) FROM e RETURNING execution_id",
       {id, def.name, workflow_id, input.dump(), std::string(source), source_ref,
        std::to_string(std::max(1, def.options.max_attempts))});
   if (!ins) return fail(ins.error());
   if (ins->empty()) return std::optional<std::string>{};
-  auto ev = conn.exec(
-      "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
-      "VALUES ($1, 'WorkflowStarted', $2, $3::jsonb)",
-      {id, def.name,
-       Json{{"input", input},
-            {"start_source", source},
-            {"start_source_ref", source_ref ? Json(*source_ref) : Json(nullptr)}}
-           .dump()});
-  if (!ev) return fail(ev.error());
-  return std::optional<std::string>{id};
+  return std::optional<std::string>{std::move(id)};
 }
 
 // Starts a new window for `workflow` when the current one has elapsed and
@@ -326,6 +324,18 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
     return fail(Error::bad_request("workflow_id must not be empty"));
   }
 
+  const std::string source(to_string(req.source));
+  if (!def->options.defers_admission() && !req.idempotency_key) {
+    // The common start is a single statement: atomic without a transaction
+    // of its own, one round trip.
+    auto id = insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref);
+    if (!id) return fail(id.error());
+    if (*id) return StartOutcome{StartOutcomeKind::kStarted, **id};
+    auto existing = existing_execution(conn, def->name, *req.workflow_id);
+    if (!existing) return fail(existing.error());
+    return StartOutcome{StartOutcomeKind::kIdempotentReplay, *existing};
+  }
+
   std::optional<store::Transaction> tx;
   if (own_transaction) {
     auto t = store::Transaction::begin(conn);
@@ -338,7 +348,6 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
     }
     return outcome;
   };
-  const std::string source(to_string(req.source));
 
   if (def->options.debounce) {
     if (!req.workflow_id) {
@@ -416,10 +425,10 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
     return finish({StartOutcomeKind::kDeferred, std::nullopt});
   }
 
-  std::string claimed_for;
-  if (req.idempotency_key) {
-    // Claim the key; an expired claim is taken over as if it never existed.
-    claimed_for = new_uuid();
+  // Keyed: claim the key for the execution about to be created; an expired
+  // claim is taken over as if it never existed.
+  std::string claimed_for = new_uuid();
+  {
     auto claim = conn.exec(
         "INSERT INTO harvest_start_idempotency "
         "(workflow_name, idempotency_key, execution_id, expires_at) "
@@ -443,26 +452,19 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
       return finish({StartOutcomeKind::kIdempotentReplay, owner->get(0, "execution_id")});
     }
   }
-  auto id = insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref);
+  auto id = insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref,
+                             claimed_for);
   if (!id) return fail(id.error());
-  std::string execution_id;
-  StartOutcomeKind kind = StartOutcomeKind::kStarted;
-  if (*id) {
-    execution_id = **id;
-  } else {
-    auto existing = existing_execution(conn, def->name, *req.workflow_id);
-    if (!existing) return fail(existing.error());
-    execution_id = *existing;
-    kind = StartOutcomeKind::kIdempotentReplay;
-  }
-  if (req.idempotency_key) {
-    auto point = conn.exec(
-        "UPDATE harvest_start_idempotency SET execution_id = $3 "
-        "WHERE workflow_name = $1 AND idempotency_key = $2",
-        {def->name, req.idempotency_key, execution_id});
-    if (!point) return fail(point.error());
-  }
-  return finish({kind, execution_id});
+  if (*id) return finish({StartOutcomeKind::kStarted, **id});
+  // The workflow_id names an existing run: the key now points at it.
+  auto existing = existing_execution(conn, def->name, *req.workflow_id);
+  if (!existing) return fail(existing.error());
+  auto point = conn.exec(
+      "UPDATE harvest_start_idempotency SET execution_id = $3 "
+      "WHERE workflow_name = $1 AND idempotency_key = $2",
+      {def->name, req.idempotency_key, *existing});
+  if (!point) return fail(point.error());
+  return finish({StartOutcomeKind::kIdempotentReplay, *existing});
 }
 
 Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
