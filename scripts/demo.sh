@@ -14,6 +14,8 @@ bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 bold "1. install and build"
 scripts/setup.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
+# Paths relative to the checkout, so a fresh clone reuses the cache.
+export CCACHE_BASEDIR="$HARVEST_ROOT"
 cmake --preset release >/dev/null
 cmake --build --preset release --target kafka_connector_quickstart kafka_orders_tool
 

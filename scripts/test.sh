@@ -11,6 +11,8 @@ scripts/setup.sh
 
 PRESET="${HARVEST_PRESET:-dev}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
+# Paths relative to the checkout, so a fresh clone reuses the cache.
+export CCACHE_BASEDIR="$HARVEST_ROOT"
 cmake --preset "$PRESET" >/dev/null
 cmake --build --preset "$PRESET"
 
