@@ -27,6 +27,9 @@ enum class ErrorKind {
 struct Error {
   ErrorKind kind = ErrorKind::kInternal;
   std::string message;
+  // The originating system's own code where one helps callers decide (a
+  // PostgreSQL SQLSTATE such as "23505"); empty otherwise.
+  std::string code = {};
 
   [[nodiscard]] bool transient() const { return kind == ErrorKind::kTransient; }
   // Permanent errors are the caller's or the message's fault: retrying the same

@@ -42,6 +42,65 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
+namespace {
+// Length of the well-formed UTF-8 sequence starting at s[i], or 0.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t len;
+  uint32_t cp;
+  if (c < 0x80) return 1;
+  if ((c >> 5) == 0x6) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if ((c >> 4) == 0xe) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if ((c >> 3) == 0x1e) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t j = 1; j < len; ++j) {
+    auto cc = static_cast<unsigned char>(s[i + j]);
+    if ((cc >> 6) != 0x2) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  // Overlong encodings, surrogates and out-of-range code points are ill-formed.
+  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+      (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+    return 0;
+  }
+  return len;
+}
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_sequence(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string to_valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string process_identity() {
   std::array<char, 256> host{};
   gethostname(host.data(), host.size() - 1);

@@ -12,6 +12,14 @@ namespace harvest {
 // Lower-case hex SHA-256 of `data`.
 [[nodiscard]] std::string sha256_hex(std::string_view data);
 
+// Whether `s` is well-formed UTF-8 (no overlongs, surrogates or code points
+// past U+10FFFF).
+[[nodiscard]] bool is_valid_utf8(std::string_view s);
+
+// `s` with every ill-formed byte replaced by U+FFFD: safe for a text column
+// or a JSON string, whatever bytes a broker handed us.
+[[nodiscard]] std::string to_valid_utf8(std::string_view s);
+
 // A short, stable identity for this process (host:pid:random), used as a
 // lease owner.
 [[nodiscard]] std::string process_identity();

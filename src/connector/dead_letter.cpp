@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
+#include "common/ids.hpp"
 #include "common/log.hpp"
 
 harvest::store::MigrationSet harvest_migrations_connector();
@@ -37,8 +38,10 @@ Status PostgresDeadLetterSink::write(const DeadLetter& l) {
       "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload) "
       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea) "
       "ON CONFLICT (idempotency_key) DO NOTHING",
-      {l.binding, l.stream, l.coordinates, l.idempotency_key, l.reason, l.detail,
-       std::to_string(l.attempts), bytea_hex(l.payload)});
+      // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
+      {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates),
+       l.idempotency_key, l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts),
+       bytea_hex(l.payload)});
   if (!r) return fail(r.error());
   return {};
 }

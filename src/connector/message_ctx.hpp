@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/ids.hpp"
 #include "connector/event_source.hpp"
 
 namespace harvest::connector {
@@ -33,6 +34,6 @@ class MessageCtx {
   const std::string& binding_;
 };
 
-[[nodiscard]] bool is_valid_utf8(std::string_view s);
+using harvest::is_valid_utf8;
 
 }  // namespace harvest::connector

@@ -138,6 +138,8 @@ ConnectorRuntime::Dispatched ConnectorRuntime::dispatch(const Message& m) {
     mapped = b.mapper()(ctx, m.payload);
   } catch (const std::exception& e) {
     mapped = {MappingOutcome::Kind::kRejected, {}, fmt::format("mapping threw: {}", e.what())};
+  } catch (...) {
+    mapped = {MappingOutcome::Kind::kRejected, {}, "mapping threw a non-standard exception"};
   }
   if (mapped.kind == MappingOutcome::Kind::kUndecodable) {
     return poison(m, key.value(), "undecodable", mapped.detail, 1);
@@ -150,37 +152,44 @@ ConnectorRuntime::Dispatched ConnectorRuntime::dispatch(const Message& m) {
     return {Verdict::kRetry, "mapping_rejected", true};
   }
 
-  const std::string ref = render(m.coordinates);
+  const std::string ref = to_valid_utf8(render(m.coordinates));
   Result<std::string> outcome = [&]() -> Result<std::string> {
-    if (b.kind() == BindingKind::kSignalsWithStart) {
-      engine::SignalWithStartRequest req{.workflow = b.workflow(),
-                                         .workflow_id = mapped.mapped.workflow_id,
-                                         .signal = b.signal(),
-                                         .payload = std::move(mapped.mapped.payload),
-                                         .source = engine::StartSource::kBroker,
-                                         .source_ref = ref};
-      auto r = engine_.signal_with_start_derived(std::move(req), key.pass());
+    try {
+      if (b.kind() == BindingKind::kSignalsWithStart) {
+        engine::SignalWithStartRequest req{.workflow = b.workflow(),
+                                           .workflow_id = mapped.mapped.workflow_id,
+                                           .signal = b.signal(),
+                                           .payload = std::move(mapped.mapped.payload),
+                                           .source = engine::StartSource::kBroker,
+                                           .source_ref = ref};
+        auto r = engine_.signal_with_start_derived(std::move(req), key.pass());
+        if (!r) return fail(r.error());
+        return std::string(r->duplicate_signal ? "idempotent_replay" : "dispatched");
+      }
+      engine::StartRequest req{.workflow = b.workflow(),
+                               .workflow_id = mapped.mapped.workflow_id,
+                               .input = std::move(mapped.mapped.payload),
+                               .source = engine::StartSource::kBroker,
+                               .source_ref = ref};
+      auto r = mode_ == IdempotencyMode::kBrokerCoordinates
+                   ? engine_.start_derived(std::move(req), key.pass())
+                   : engine_.start(req);
       if (!r) return fail(r.error());
-      return std::string(r->duplicate_signal ? "idempotent_replay" : "dispatched");
+      switch (r->kind) {
+        case engine::StartOutcomeKind::kStarted:
+          return std::string("dispatched");
+        case engine::StartOutcomeKind::kIdempotentReplay:
+          return std::string("idempotent_replay");
+        case engine::StartOutcomeKind::kDeferred:
+          return std::string("deferred");
+      }
+      return std::string("dispatched");
+    } catch (const nlohmann::json::exception& e) {
+      // The mapped payload cannot be serialised (e.g. raw bytes that are not
+      // UTF-8): the message's fault, deterministically.
+      return fail(
+          Error::bad_request(fmt::format("mapped payload is not valid JSON text: {}", e.what())));
     }
-    engine::StartRequest req{.workflow = b.workflow(),
-                             .workflow_id = mapped.mapped.workflow_id,
-                             .input = std::move(mapped.mapped.payload),
-                             .source = engine::StartSource::kBroker,
-                             .source_ref = ref};
-    auto r = mode_ == IdempotencyMode::kBrokerCoordinates
-                 ? engine_.start_derived(std::move(req), key.pass())
-                 : engine_.start(req);
-    if (!r) return fail(r.error());
-    switch (r->kind) {
-      case engine::StartOutcomeKind::kStarted:
-        return std::string("dispatched");
-      case engine::StartOutcomeKind::kIdempotentReplay:
-        return std::string("idempotent_replay");
-      case engine::StartOutcomeKind::kDeferred:
-        return std::string("deferred");
-    }
-    return std::string("dispatched");
   }();
   if (!outcome) {
     if (outcome.error().permanent()) {
@@ -248,6 +257,10 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
           // A dispatch must never take the runtime down; treat as transient.
           log::error("binding '{}': dispatch of {} failed unexpectedly: {}", binding_->name(),
                      render(messages[i].coordinates), e.what());
+          results[i] = {Verdict::kRetry, "transient", false};
+        } catch (...) {
+          log::error("binding '{}': dispatch of {} failed with a non-standard exception",
+                     binding_->name(), render(messages[i].coordinates));
           results[i] = {Verdict::kRetry, "transient", false};
         }
         permits_.release();
@@ -383,7 +396,9 @@ Status ConnectorRuntime::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     auto pass = run_once();
     if (pass) {
-      backoff = config_.idle_backoff;
+      // Only progress resets the backoff: a pass whose every message failed
+      // (database down) must not turn stall recovery into a rebuild loop.
+      if (pass->acked + pass->dead_lettered > 0) backoff = config_.idle_backoff;
       if (pass->received == 0) pause(stop, config_.idle_backoff);
       continue;
     }
@@ -410,7 +425,13 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // redelivered offsets would land below a stale in-memory mark. Strikes
       // are kept so a repeatedly rejected message still reaches its threshold.
       tracker_.clear(e.stall->partition);
-      backoff = config_.idle_backoff;
+      // A pass that settled nothing before stalling (a transient outage):
+      // pause before pulling again, so rebuilds slow down instead of storming
+      // the consumer group.
+      if (e.summary.acked + e.summary.dead_lettered == 0) {
+        pause(stop, backoff);
+        backoff = std::min(backoff * 2, max_backoff);
+      }
       continue;
     }
     log::warn("{}; retrying in {} ms", e.message, backoff.count());

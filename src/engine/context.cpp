@@ -74,7 +74,14 @@ void RunState::record(const std::string& kind, const std::string& name, const Js
       "VALUES ($1, $2, $3, $4, $5::jsonb)",
       {execution_id, std::to_string(cursor_), kind, name, payload.dump()});
   if (!ins) {
-    if (ins.error().kind == ErrorKind::kBadRequest) throw LeaseLost{};  // raced a new owner
+    // A unique violation on (execution_id, op_seq): a new lease holder wrote
+    // this position first.
+    if (ins.error().code == "23505") throw LeaseLost{};
+    // A result PostgreSQL refuses (e.g. "\u0000" in JSON) fails the attempt.
+    if (ins.error().permanent()) {
+      throw std::runtime_error(
+          fmt::format("cannot record {} '{}': {}", kind, name, ins.error().message));
+    }
     throw HistoryUnavailable{ins.error()};
   }
   if (auto c = tx->commit(); !c) throw HistoryUnavailable{c.error()};

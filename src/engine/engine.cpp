@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "common/ids.hpp"
@@ -21,6 +22,19 @@ std::string env_or(const std::string& value, const char* env) {
   if (!value.empty()) return value;
   const char* v = std::getenv(env);
   return v ? std::string(v) : std::string();
+}
+
+bool is_uuid(std::string_view s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string seconds_param(std::chrono::seconds s) {
@@ -241,10 +255,12 @@ size_t Engine::route(const std::string& workflow, const std::optional<std::strin
 }
 
 Result<std::optional<size_t>> Engine::locate(const std::string& execution_id) {
+  // Not a uuid: no such execution (and the lookups below stay on the primary key).
+  if (!is_uuid(execution_id)) return std::optional<size_t>{};
   for (size_t i = 0; i < shards_.size(); ++i) {
     auto conn = shards_[i].pool->acquire();
     if (!conn) return fail(conn.error());
-    auto r = (*conn)->exec("SELECT 1 FROM harvest_workflow_executions WHERE id::text = $1",
+    auto r = (*conn)->exec("SELECT 1 FROM harvest_workflow_executions WHERE id = $1::uuid",
                            {execution_id});
     if (!r) return fail(r.error());
     if (!r->empty()) return std::optional<size_t>{i};
@@ -452,8 +468,8 @@ Result<StartOutcome> Engine::start_on(store::Connection& conn, const StartReques
       return finish({StartOutcomeKind::kIdempotentReplay, owner->get(0, "execution_id")});
     }
   }
-  auto id = insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref,
-                             claimed_for);
+  auto id =
+      insert_execution(conn, *def, req.workflow_id, req.input, source, req.source_ref, claimed_for);
   if (!id) return fail(id.error());
   if (*id) return finish({StartOutcomeKind::kStarted, **id});
   // The workflow_id names an existing run: the key now points at it.
@@ -487,7 +503,7 @@ Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
   Result<store::PgResult> target = [&]() -> Result<store::PgResult> {
     if (req.target.execution_id) {
       return (*conn)->exec(
-          "SELECT id, status FROM harvest_workflow_executions WHERE id::text = $1 "
+          "SELECT id, status FROM harvest_workflow_executions WHERE id = $1::uuid "
           "FOR NO KEY UPDATE",
           {req.target.execution_id});
     }
@@ -546,10 +562,8 @@ Result<SignalWithStartOutcome> Engine::signal_with_start_checked(
     return fail(Error::bad_request("signal-with-start needs a workflow_id"));
   }
   if (req.signal.empty()) return fail(Error::bad_request("signal name must not be empty"));
-  if (auto bad = def->validate_input(req.start_input)) {
-    return fail(Error::invalid_input(
-        fmt::format("start input does not match workflow '{}': {}", req.workflow, *bad)));
-  }
+  // The start input matters only when this call creates the run.
+  const auto bad_input = def->validate_input(req.start_input);
   auto conn = pool(route(req.workflow, req.workflow_id, std::nullopt)).acquire();
   if (!conn) return fail(conn.error());
   auto tx = store::Transaction::begin(**conn);
@@ -558,20 +572,31 @@ Result<SignalWithStartOutcome> Engine::signal_with_start_checked(
   // Creating the row (or waiting on a concurrent creator's unique-index entry,
   // then locking the row) serialises every signal writer of this execution, so
   // signal ids are assigned in commit order.
-  auto created = insert_execution(**conn, *def, req.workflow_id, req.start_input,
-                                  to_string(req.source), req.source_ref);
-  if (!created) return fail(created.error());
+  std::string status = "pending";
+  Result<std::optional<std::string>> created = std::optional<std::string>{};
+  if (!bad_input) {
+    created = insert_execution(**conn, *def, req.workflow_id, req.start_input,
+                               to_string(req.source), req.source_ref);
+    if (!created) return fail(created.error());
+  }
   if (*created) {
     out.execution_id = **created;
     out.started = true;
   } else {
     auto row = (*conn)->exec(
-        "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2 "
-        "FOR NO KEY UPDATE",
+        "SELECT id, status FROM harvest_workflow_executions WHERE workflow_name = $1 AND "
+        "workflow_id = $2 FOR NO KEY UPDATE",
         {def->name, req.workflow_id});
     if (!row) return fail(row.error());
-    if (row->empty()) return fail(Error::transient_error("execution vanished; retry"));
+    if (row->empty()) {
+      if (bad_input) {
+        return fail(Error::invalid_input(
+            fmt::format("start input does not match workflow '{}': {}", req.workflow, *bad_input)));
+      }
+      return fail(Error::transient_error("execution vanished; retry"));
+    }
     out.execution_id = row->get(0, "id");
+    status = row->get(0, "status");
   }
   auto ins = (*conn)->exec(
       "INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key) "
@@ -580,6 +605,13 @@ Result<SignalWithStartOutcome> Engine::signal_with_start_checked(
       {out.execution_id, req.signal, req.payload.dump(), req.idempotency_key});
   if (!ins) return fail(ins.error());
   out.duplicate_signal = ins->empty();
+  if (!out.duplicate_signal && (status == "completed" || status == "failed")) {
+    // Nobody would ever read it: refuse (the transaction rolls back) so the
+    // caller sees it — a connector dead-letters the message.
+    return fail(
+        Error::conflict(fmt::format("execution {} of '{}' ({}) is {} and accepts no more signals",
+                                    out.execution_id, req.workflow, req.workflow_id, status)));
+  }
   if (!out.duplicate_signal) {
     auto wake = (*conn)->exec(
         "UPDATE harvest_workflow_executions SET signal_seq = signal_seq + 1, "
@@ -605,7 +637,7 @@ Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
       "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
       "output, "
       "error, start_source, start_source_ref, attempt FROM harvest_workflow_executions "
-      "WHERE id::text = $1",
+      "WHERE id = $1::uuid",
       {execution_id});
   if (!r) return fail(r.error());
   if (r->empty()) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
@@ -651,11 +683,18 @@ Result<std::optional<std::string>> Engine::find_execution(const std::string& wor
 
 Result<int> Engine::fire_deferred() {
   int created = 0;
+  std::optional<Error> first_error;
   for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    // A shard that is down must not hold back deferred starts on the others.
     auto n = fire_deferred_on(shard);
-    if (!n) return fail(n.error());
+    if (!n) {
+      log::warn("firing deferred starts on shard {} failed: {}", shard, n.error().message);
+      if (!first_error) first_error = n.error();
+      continue;
+    }
     created += *n;
   }
+  if (first_error && created == 0) return fail(*first_error);
   return created;
 }
 
@@ -734,6 +773,13 @@ Result<int> Engine::fire_deferred_on(size_t shard) {
         if (!conn) return fail(conn.error());
         auto tx = store::Transaction::begin(**conn);
         if (!tx) return fail(tx.error());
+        // One firer per batched workflow at a time, so concurrent workers
+        // cannot split a batch that was neither full nor due.
+        if (auto l = (*conn)->exec("SELECT pg_advisory_xact_lock(hashtext('harvest_batch:' || $1))",
+                                   {name});
+            !l) {
+          return fail(l.error());
+        }
         auto ready = (*conn)->exec(
             "SELECT count(*) >= $2 OR min(created_at) <= now() - $3 * interval '1 millisecond' "
             "AS ready FROM (SELECT created_at FROM harvest_batch_items WHERE workflow_name = $1 "
@@ -871,7 +917,7 @@ Status Engine::replay_dead_letter(const std::string& execution_id) {
   if (!tx) return fail(tx.error());
   auto marked = (*conn)->exec(
       "UPDATE harvest_engine_dead_letters SET replayed_at = now() "
-      "WHERE execution_id::text = $1 AND replayed_at IS NULL RETURNING execution_id",
+      "WHERE execution_id = $1::uuid AND replayed_at IS NULL RETURNING execution_id",
       {execution_id});
   if (!marked) return fail(marked.error());
   if (marked->empty()) {
@@ -882,7 +928,7 @@ Status Engine::replay_dead_letter(const std::string& execution_id) {
   auto reset = (*conn)->exec(
       "WITH r AS (UPDATE harvest_workflow_executions SET status = 'pending', attempt = 1, "
       "error = NULL, output = NULL, completed_at = NULL, run_after = now(), updated_at = now() "
-      "WHERE id::text = $1 AND status = 'failed' RETURNING id) "
+      "WHERE id = $1::uuid AND status = 'failed' RETURNING id) "
       "INSERT INTO harvest_workflow_events (execution_id, kind) SELECT id, 'Replayed' FROM r "
       "RETURNING execution_id",
       {execution_id});
@@ -929,7 +975,11 @@ Result<int> Engine::purge() {
   int deleted = 0;
   for (size_t shard = 0; shard < shards_.size(); ++shard) {
     auto conn = pool(shard).acquire();
-    if (!conn) return fail(conn.error());
+    if (!conn) {
+      // Retention on the reachable shards goes on; this one is purged next time.
+      log::warn("retention purge skipped shard {}: {}", shard, conn.error().message);
+      continue;
+    }
     const auto& retention = config_.retention;
     std::string overridden = "{";
     bool first = true;

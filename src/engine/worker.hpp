@@ -62,6 +62,9 @@ class Worker {
   void maintenance_loop(std::stop_token st);
   struct Claimed {
     size_t shard;
+    // This claim's lease token (lease_owner): unique per claim, so two threads
+    // of one worker can never both pass the fence for one execution.
+    std::string lease;
     std::string id, workflow_name;
     std::optional<std::string> workflow_id;
     Json input;
@@ -72,13 +75,13 @@ class Worker {
   Result<std::optional<Claimed>> claim();
   Result<std::optional<Claimed>> claim_on(size_t shard);
   void execute(const Claimed& c);
-  void settle(const Claimed& c, const std::string& sql, const store::Params& params);
+  Status settle(const Claimed& c, const std::string& sql, const store::Params& params);
 
   Engine& engine_;
   WorkerConfig config_;
   std::vector<std::jthread> threads_;
   std::mutex active_mu_;
-  std::map<std::string, size_t> active_;  // execution id -> shard
+  std::map<std::string, size_t> active_;  // lease token -> shard, for runs in progress
   std::atomic<size_t> next_shard_{0};
   std::atomic<int> crashed_{0};
 };

@@ -44,14 +44,18 @@ Error classify_pg_error(const PGresult* res, PGconn* conn, std::string_view cont
   if (!state) return Error::transient_error(text);  // no server answer: connection-level failure
   std::string_view s(state);
   std::string_view cls = s.substr(0, 2);
+  auto coded = [&](Error e) {
+    e.code = std::string(s);
+    return e;
+  };
   // 08 connection exception, 53 insufficient resources, 57 operator intervention
   // (admin shutdown, cancel), 40 transaction rollback (serialization, deadlock).
   if (cls == "08" || cls == "53" || cls == "57" || cls == "40" || cls == "58") {
-    return Error::transient_error(text);
+    return coded(Error::transient_error(text));
   }
   // 22 data exception, 23 integrity constraint violation.
-  if (cls == "22" || cls == "23") return Error::bad_request(text);
-  return Error::internal(fmt::format("{} (SQLSTATE {})", text, s));
+  if (cls == "22" || cls == "23") return coded(Error::bad_request(text));
+  return coded(Error::internal(fmt::format("{} (SQLSTATE {})", text, s)));
 }
 
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {

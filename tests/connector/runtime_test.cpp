@@ -448,3 +448,49 @@ TEST_F(ConnectorTest, broker_native_dead_letter_hands_poison_back_without_a_harv
 
 }  // namespace
 }  // namespace harvest::connector::testing
+
+namespace harvest::connector::testing {
+namespace {
+
+TEST_F(ConnectorTest, a_binary_poison_body_is_dead_lettered_in_postgres_byte_for_byte) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), source);
+  rt->with_dead_letter_sink(std::make_shared<PostgresDeadLetterSink>(engine_->pool()));
+  std::string latin1("caf\xe9 \xff\xfe not json", 16);
+  source->push_kafka(0, 0, latin1);
+  auto s = rt->run_once();
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->dead_lettered, 1u) << "the parser's error quotes raw bytes; the row must still land";
+  EXPECT_EQ(s->retried, 0u);
+  EXPECT_EQ(source->committed(0), 1);
+  EXPECT_EQ(text("SELECT encode(payload, 'hex') FROM harvest_connector_dead_letters"),
+            "636166e920fffe206e6f74206a736f6e");
+}
+
+TEST_F(ConnectorTest, a_signal_for_an_entity_run_that_already_ended_is_dead_lettered_not_lost) {
+  auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
+                                             "reading");
+  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
+    return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
+  });
+  auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
+  auto rt = runtime(b, source);
+  source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");
+  ASSERT_TRUE(rt->run_once());
+  ASSERT_TRUE(
+      db().exec("UPDATE harvest_workflow_executions SET status = 'completed', "
+                "completed_at = now()"));
+  source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");  // redelivery: still a replay
+  source->push_sqs(R"({"device_id":"7","c":2})", {}, "m-2");  // new reading, nobody to read it
+  auto s = rt->run_once();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->acked, 1u);
+  EXPECT_EQ(s->dead_lettered, 1u);
+  ASSERT_EQ(sink_->letters().size(), 1u);
+  EXPECT_EQ(sink_->letters()[0].reason, "start_rejected");
+  EXPECT_NE(sink_->letters()[0].detail.find("accepts no more signals"), std::string::npos);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 1);
+}
+
+}  // namespace
+}  // namespace harvest::connector::testing
