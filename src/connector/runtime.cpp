@@ -219,10 +219,10 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
                           binding_->name(), s.partition.label(), s.depth, s.head, s.bound),
         s, Error{}, summary});
   };
+  // Lag first: a wedged binding's gauge must keep reporting the work it owes.
+  maybe_sample_lag();
   // A wedged binding stops pulling batches it could only drop.
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s);
-
-  maybe_sample_lag();
 
   auto batch = source_->receive(std::max<size_t>(config_.max_batch, 1), config_.poll_timeout);
   if (!batch) {
