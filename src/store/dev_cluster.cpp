@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "common/log.hpp"
 #include "store/pg.hpp"
@@ -103,7 +104,16 @@ Result<std::string> ensure_dev_cluster(DevClusterConfig config) {
         shell_quote(fmt::format("-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200",
                                 config.port, dir))));
     if (run(start) != 0) {
-      return fail(Error::config(fmt::format("pg_ctl start failed; see {}/server.log", dir)));
+      // Name the cause (a port in use, a stale lock file) without a second trip.
+      std::ifstream log_file(dir + "/server.log");
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(log_file, line);) lines.push_back(line);
+      std::string tail;
+      for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) {
+        tail += "\n  " + lines[i];
+      }
+      return fail(
+          Error::config(fmt::format("pg_ctl start failed; {}/server.log ends with:{}", dir, tail)));
     }
   }
 
