@@ -100,9 +100,7 @@ class KafkaConnectorTest : public connector::testing::ConnectorTest {
   std::map<int32_t, int64_t> await_committed(const std::string& group, const std::string& topic,
                                              const std::map<int32_t, int64_t>& expected,
                                              std::chrono::milliseconds within = 30s) {
-    std::map<int32_t, int64_t> last;
-    eventually([&] { return (last = committed(group, topic)) == expected; }, within);
-    return last;
+    return broker_->await_committed(group, topic, expected, within);
   }
 
   // Test consumer defaults: a short heartbeat so rebalances are noticed well

@@ -118,9 +118,7 @@ class KafkaSourceTest : public ::testing::Test {
   std::map<int32_t, int64_t> await_committed(const std::string& group, const std::string& topic,
                                              const std::map<int32_t, int64_t>& expected,
                                              std::chrono::milliseconds within = 20s) {
-    std::map<int32_t, int64_t> last;
-    eventually([&] { return (last = committed(group, topic)) == expected; }, within);
-    return last;
+    return broker_->await_committed(group, topic, expected, within);
   }
 
   // Re-evaluates `pred` until it holds or `within` passes. The short pause

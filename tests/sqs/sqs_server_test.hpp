@@ -1,67 +1,49 @@
 // Test support for the `sqs` label: a fixture over the real SQS-compatible
 // server (ElasticMQ) that scripts/test.sh starts with scripts/services/sqs.sh
 // and exports as HARVEST_TEST_SQS_ENDPOINT. Each test creates its own
-// uniquely named queues and the fixture deletes them afterwards.
+// uniquely named queues (through TestQueues) and they are deleted afterwards.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sqs/sqs_client.hpp"
+#include "test_queues.hpp"
 
 namespace harvest::sqs::testing {
 
 class SqsServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* endpoint = std::getenv("HARVEST_TEST_SQS_ENDPOINT");
-    if (!endpoint || !*endpoint)
-      GTEST_FAIL() << "HARVEST_TEST_SQS_ENDPOINT is not set. Run the sqs tests through "
-                      "scripts/test.sh, or start the server with "
-                      "`eval \"$(scripts/services/sqs.sh start)\"` and export "
-                      "HARVEST_TEST_SQS_ENDPOINT=$SQS_ENDPOINT.";
-    endpoint_ = endpoint;
-    credentials_ = std::make_shared<StaticCredentialsProvider>("x", "x");
-    auto client = SqsClient::create(
-        {.endpoint = endpoint_, .region = "us-east-1", .credentials = credentials_});
-    ASSERT_TRUE(client) << client.error().message;
-    client_ = *client;
-  }
-
-  void TearDown() override {
-    if (!client_) return;
-    for (const auto& url : created_) {
-      // Best effort: a queue a test already deleted answers QueueDoesNotExist.
-      (void)client_->delete_queue(url);
+    try {
+      queues_.emplace();
+    } catch (const std::exception& e) {
+      GTEST_FAIL() << e.what();
     }
+    client_ = queues_->client();
   }
 
   // A fresh queue named "<prefix>-<random>" (FIFO queues need the ".fifo"
   // suffix in `prefix` ending). Deleted at tear-down.
   std::string create_queue(const std::string& prefix,
                            const std::map<std::string, std::string>& attributes = {}) {
-    std::string name = unique_name(prefix);
-    auto url = client_->create_queue(name, attributes);
-    EXPECT_TRUE(url) << url.error().message;
-    if (!url) return {};
-    created_.push_back(*url);
-    return *url;
+    try {
+      return queues_->create(prefix, attributes);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+      return {};
+    }
   }
 
   static std::string unique_name(const std::string& prefix) {
-    static std::mt19937_64 rng{std::random_device{}()};
-    std::string suffix = std::to_string(rng() % 1'000'000'000'000ULL);
-    if (prefix.ends_with(".fifo"))
-      return prefix.substr(0, prefix.size() - 5) + "-" + suffix + ".fifo";
-    return prefix + "-" + suffix;
+    return TestQueues::unique_name(prefix);
   }
 
   // Sends `n` messages with bodies "<body_prefix>0".."<body_prefix>(n-1)"
@@ -93,15 +75,16 @@ class SqsServerTest : public ::testing::Test {
     return value;
   }
 
-  const std::string& endpoint() const { return endpoint_; }
+  const std::string& endpoint() const { return queues_->endpoint(); }
   const std::shared_ptr<SqsClient>& client() const { return client_; }
-  const std::shared_ptr<CredentialsProvider>& credentials() const { return credentials_; }
+  const std::shared_ptr<CredentialsProvider>& credentials() const { return queues_->credentials(); }
 
  private:
-  std::string endpoint_;
-  std::shared_ptr<CredentialsProvider> credentials_;
+  // Owns the client and deletes the queues it created when the test ends.
+  std::optional<TestQueues> queues_;
+
+ protected:
   std::shared_ptr<SqsClient> client_;
-  std::vector<std::string> created_;
 };
 
 }  // namespace harvest::sqs::testing

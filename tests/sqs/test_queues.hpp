@@ -129,9 +129,13 @@ class TestQueues {
             std::stol(a->at("ApproximateNumberOfMessagesNotVisible"))};
   }
 
+  // "<prefix>-<random>"; a FIFO prefix ("….fifo") keeps its suffix last.
   static std::string unique_name(const std::string& prefix) {
     static std::mt19937_64 rng{std::random_device{}()};
-    return prefix + "-" + std::to_string(rng() % 1'000'000'000'000ULL);
+    std::string suffix = std::to_string(rng() % 1'000'000'000'000ULL);
+    if (prefix.ends_with(".fifo"))
+      return prefix.substr(0, prefix.size() - 5) + "-" + suffix + ".fifo";
+    return prefix + "-" + suffix;
   }
 
   const std::string& endpoint() const { return endpoint_; }

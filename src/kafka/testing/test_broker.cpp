@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <random>
+#include <thread>
 
 #include "kafka/broker_calls.hpp"
 
@@ -206,6 +207,20 @@ Result<std::map<int32_t, int64_t>> TestBroker::committed(const std::string& grou
   consumer->close();
   if (!offsets) return fail(offsets.error().error());
   return *offsets;
+}
+
+std::map<int32_t, int64_t> TestBroker::await_committed(const std::string& group,
+                                                       const std::string& topic,
+                                                       const std::map<int32_t, int64_t>& expected,
+                                                       std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  std::map<int32_t, int64_t> last;
+  while (true) {
+    auto c = committed(group, topic);
+    last = c ? *c : std::map<int32_t, int64_t>{};
+    if (last == expected || std::chrono::steady_clock::now() >= deadline) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling the broker, not syncing
+  }
 }
 
 }  // namespace harvest::kafka::testing

@@ -65,6 +65,14 @@ class TestBroker {
       const std::string& group, const std::string& topic,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+  // Polls `committed` until it equals `expected` or `within` passes; returns
+  // the last answer (empty while the broker errs), so a caller's failed
+  // comparison shows what the broker holds.
+  [[nodiscard]] std::map<int32_t, int64_t> await_committed(
+      const std::string& group, const std::string& topic,
+      const std::map<int32_t, int64_t>& expected,
+      std::chrono::milliseconds within = std::chrono::seconds(30));
+
  private:
   class DeliveryReports;
   TestBroker(std::string bootstrap, std::unique_ptr<DeliveryReports> reports,
