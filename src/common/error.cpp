@@ -24,8 +24,21 @@ std::string_view to_string(ErrorKind kind) {
   return "unknown";
 }
 
+std::string_view to_string(RetryClass retry) {
+  switch (retry) {
+    case RetryClass::kPermanent:
+      return "permanent";
+    case RetryClass::kTransient:
+      return "transient";
+    case RetryClass::kConfig:
+      return "config";
+  }
+  return "unknown";
+}
+
 std::string Error::describe() const {
-  return fmt::format("{}: {}", to_string(kind), message);
+  if (detail.empty()) return fmt::format("{}: {}", to_string(kind), message);
+  return fmt::format("{}: {} [{}]", to_string(kind), message, detail);
 }
 
 }  // namespace harvest

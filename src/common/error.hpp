@@ -1,8 +1,20 @@
 // Error values shared by every harvest module.
 //
-// Expected failures travel as `Result<T>` (`std::expected<T, Error>`). The
-// `ErrorKind` is the retry policy: a transient error may succeed if retried
-// (database down, pool exhausted), every other kind will not.
+// Expected failures travel as `Result<T>` (`std::expected<T, Error>`). Every
+// error carries two answers:
+// - its `RetryClass`, the one thing a retry loop needs to know: permanent
+//   (retrying the same request cannot succeed: dead-letter it, answer 4xx),
+//   transient (may succeed later: retry with back-off, answer 503) or config
+//   (misconfiguration: refuse at build or start). `should_retry()` is the only
+//   place anyone asks "retry this?";
+// - its `ErrorKind`, the detail a caller maps to a status code (400, 404, …).
+// Adapters translate their library's codes (SQLSTATEs, librdkafka and curl
+// codes) into these inside their own module; no library code crosses a module
+// boundary.
+//
+// `message` is written for whoever sent the request and may be shown to them.
+// It never holds SQL, a SQLSTATE, a server's own error text or a credential:
+// those go to `detail`, which is for the log only.
 #pragma once
 
 #include <expected>
@@ -12,6 +24,12 @@
 
 namespace harvest {
 
+enum class RetryClass {
+  kPermanent,  // never retry: dead-letter the message / answer 4xx (or 500 for a bug)
+  kTransient,  // retry with back-off: database down, pool exhausted, broker unreachable (503)
+  kConfig,     // refuse at build/start: the configuration is wrong
+};
+
 enum class ErrorKind {
   kBadRequest,    // caller-supplied arguments are invalid (HTTP 400)
   kNotFound,      // unknown workflow / execution (HTTP 404)
@@ -19,25 +37,34 @@ enum class ErrorKind {
   kConflict,      // the request contradicts the stored state (HTTP 409)
   kTransient,     // retry later: database unavailable, pool exhausted (HTTP 503)
   kConfig,        // misconfiguration discovered at run time
-  kInternal,      // a bug or an unexpected database answer
+  kInternal,      // a bug or an unexpected answer from a dependency (HTTP 500)
 };
 
 [[nodiscard]] std::string_view to_string(ErrorKind kind);
+[[nodiscard]] std::string_view to_string(RetryClass retry);
+
+// The retry class an error of `kind` has unless its origin says otherwise.
+[[nodiscard]] constexpr RetryClass default_retry_class(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kTransient:
+      return RetryClass::kTransient;
+    case ErrorKind::kConfig:
+      return RetryClass::kConfig;
+    default:
+      return RetryClass::kPermanent;
+  }
+}
 
 struct Error {
   ErrorKind kind = ErrorKind::kInternal;
+  // For the caller: what was wrong and, where it helps, what to do.
   std::string message;
-  // The originating system's own code where one helps callers decide (a
-  // PostgreSQL SQLSTATE such as "23505"); empty otherwise.
-  std::string code = {};
+  // For the log only (never a response): the originating system's own words,
+  // e.g. PostgreSQL's error text with its SQLSTATE.
+  std::string detail = {};
+  RetryClass retry = default_retry_class(kind);
 
-  [[nodiscard]] bool transient() const { return kind == ErrorKind::kTransient; }
-  // Permanent errors are the caller's or the message's fault: retrying the same
-  // request cannot succeed.
-  [[nodiscard]] bool permanent() const {
-    return kind == ErrorKind::kBadRequest || kind == ErrorKind::kNotFound ||
-           kind == ErrorKind::kInvalidInput || kind == ErrorKind::kConflict;
-  }
+  // message, then detail in brackets when there is one: for log lines.
   [[nodiscard]] std::string describe() const;
 
   static Error bad_request(std::string m) { return {ErrorKind::kBadRequest, std::move(m)}; }
@@ -48,6 +75,14 @@ struct Error {
   static Error config(std::string m) { return {ErrorKind::kConfig, std::move(m)}; }
   static Error internal(std::string m) { return {ErrorKind::kInternal, std::move(m)}; }
 };
+
+// The one answer to "retry this?": true only for transient errors.
+[[nodiscard]] inline bool should_retry(const Error& e) {
+  return e.retry == RetryClass::kTransient;
+}
+[[nodiscard]] inline bool is_permanent(const Error& e) {
+  return e.retry == RetryClass::kPermanent;
+}
 
 template <typename T>
 using Result = std::expected<T, Error>;

@@ -122,7 +122,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
       attempts,         m.payload};
   if (auto w = sink_->write(letter); !w) {
     log::warn("binding '{}': dead-letter write for {} failed ({}); the message will be retried",
-              binding_->name(), letter.coordinates, w.error().message);
+              binding_->name(), letter.coordinates, w.error().describe());
     return {Verdict::kRetry, "dead_letter_failed", false};
   }
   strikes_.reset(key);
@@ -192,13 +192,13 @@ ConnectorRuntime::Dispatched ConnectorRuntime::dispatch(const Message& m) {
     }
   }();
   if (!outcome) {
-    if (outcome.error().permanent()) {
+    if (is_permanent(outcome.error())) {
       return poison(m, key.value(), "start_rejected", outcome.error().message, 1);
     }
     // Not the message's fault (database down, pool exhausted): leave it
     // unacked and let the broker redeliver at its own pace.
     log::warn("binding '{}': transient dispatch failure for {}: {}", b.name(), ref,
-              outcome.error().message);
+              outcome.error().describe());
     return {Verdict::kRetry, "transient", false};
   }
   strikes_.reset(key.value());
@@ -228,7 +228,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   if (!batch) {
     return std::unexpected(ConnectorError{
         ConnectorErrorKind::kSource,
-        fmt::format("binding '{}': receive failed: {}", binding_->name(), batch.error().message),
+        fmt::format("binding '{}': receive failed: {}", binding_->name(), batch.error().describe()),
         std::nullopt, batch.error(), summary});
   }
   const std::vector<Message>& messages = *batch;
@@ -320,7 +320,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
       // Durable in harvest but not acked: the broker redelivers and the
       // redelivery dedupes to the same execution.
       log::warn("binding '{}': ack failed ({}); {} messages will be redelivered and dedupe",
-                binding_->name(), a.error().message, acked_idx.size());
+                binding_->name(), a.error().describe(), acked_idx.size());
       metrics_->increment(metrics::kConnectorRetried, labels("reason", "ack_failed"),
                           static_cast<double>(acked_idx.size()));
       summary.retried += acked_idx.size();
@@ -337,7 +337,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   if (!to_abandon.empty()) {
     if (auto a = source_->abandon(to_abandon); !a) {
       log::warn("binding '{}': handing {} messages back failed: {}", binding_->name(),
-                to_abandon.size(), a.error().message);
+                to_abandon.size(), a.error().describe());
     }
   }
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s);
@@ -384,7 +384,7 @@ void ConnectorRuntime::lag_loop(std::stop_token st) {
     // pass: its value must not reach the gauge.
     bool in_budget = Clock::now() <= deadline;
     lag_value_ = (r && in_budget) ? *r : std::nullopt;
-    if (!r) log::warn("binding '{}': lag sample failed: {}", binding_->name(), r.error().message);
+    if (!r) log::warn("binding '{}': lag sample failed: {}", binding_->name(), r.error().describe());
     lag_epoch_ = epoch + 1;
     lag_cv_.notify_all();
   }
@@ -408,7 +408,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       auto recovered = source_->recover();
       if (!recovered) {
         log::warn("binding '{}': recovery failed ({}); retrying in {} ms", binding_->name(),
-                  recovered.error().message, backoff.count());
+                  recovered.error().describe(), backoff.count());
         pause(stop, backoff);
         backoff = std::min(backoff * 2, max_backoff);
         continue;

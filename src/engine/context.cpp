@@ -76,9 +76,9 @@ void RunState::record(const std::string& kind, const std::string& name, const Js
   if (!ins) {
     // A unique violation on (execution_id, op_seq): a new lease holder wrote
     // this position first.
-    if (ins.error().code == "23505") throw LeaseLost{};
+    if (ins.error().kind == ErrorKind::kConflict) throw LeaseLost{};
     // A result PostgreSQL refuses (e.g. "\u0000" in JSON) fails the attempt.
-    if (ins.error().permanent()) {
+    if (is_permanent(ins.error())) {
       throw std::runtime_error(
           fmt::format("cannot record {} '{}': {}", kind, name, ins.error().message));
     }
@@ -178,7 +178,7 @@ std::string WorkflowContext::start_child(const std::string& workflow, Json input
   req.source_ref = state_.execution_id;
   auto r = state_.engine().start(req);
   if (!r) {
-    if (r.error().transient()) throw HistoryUnavailable{r.error()};
+    if (should_retry(r.error())) throw HistoryUnavailable{r.error()};
     throw std::runtime_error("start_child failed: " + r.error().describe());
   }
   // A deferred (throttled) child has no execution id yet.

@@ -209,7 +209,7 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
     auto conn = engine->shards_[i].pool->acquire();
     if (!conn && i > 0) {
       log::warn("shard {} is unreachable at start-up ({}); its migrations were not checked", i,
-                conn.error().message);
+                conn.error().describe());
       continue;
     }
     if (!conn) return fail(conn.error());
@@ -274,7 +274,7 @@ std::vector<store::PendingMigration> Engine::pending_migrations_at_open() const 
 
 void Engine::record_start(const std::string& workflow, const Result<StartOutcome>& r) {
   std::string outcome =
-      r ? std::string(to_string(r->kind)) : (r.error().transient() ? "transient" : "rejected");
+      r ? std::string(to_string(r->kind)) : (should_retry(r.error()) ? "transient" : "rejected");
   config_.metrics->increment(metrics::kEngineStarts,
                              {{"workflow", workflow}, {"outcome", outcome}});
 }
@@ -688,7 +688,7 @@ Result<int> Engine::fire_deferred() {
     // A shard that is down must not hold back deferred starts on the others.
     auto n = fire_deferred_on(shard);
     if (!n) {
-      log::warn("firing deferred starts on shard {} failed: {}", shard, n.error().message);
+      log::warn("firing deferred starts on shard {} failed: {}", shard, n.error().describe());
       if (!first_error) first_error = n.error();
       continue;
     }
@@ -977,7 +977,7 @@ Result<int> Engine::purge() {
     auto conn = pool(shard).acquire();
     if (!conn) {
       // Retention on the reachable shards goes on; this one is purged next time.
-      log::warn("retention purge skipped shard {}: {}", shard, conn.error().message);
+      log::warn("retention purge skipped shard {}: {}", shard, conn.error().describe());
       continue;
     }
     const auto& retention = config_.retention;

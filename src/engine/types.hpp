@@ -15,7 +15,6 @@
 namespace harvest::engine {
 
 using Json = nlohmann::json;
-using namespace std::chrono_literals;
 
 // Where a start came from (ENG-9), stored in start_source.
 enum class StartSource { kApi, kClient, kBroker, kChild };
@@ -169,7 +168,7 @@ struct EngineConfig {
   size_t pool_size = 16;
   std::chrono::milliseconds pool_acquire_timeout{5000};
   // How long a keyed start owns its key (ENG-5). Default 24 h.
-  std::chrono::seconds start_idempotency_window{24h};
+  std::chrono::seconds start_idempotency_window{std::chrono::hours(24)};
   RetentionConfig retention;
   std::shared_ptr<metrics::MetricsRecorder> metrics;
 };

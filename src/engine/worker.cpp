@@ -131,13 +131,13 @@ Status Worker::settle(const Claimed& c, const std::string& sql, const store::Par
   auto conn = engine_.pool(c.shard).acquire();
   if (!conn) {
     log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", c.id,
-              conn.error().message);
+              conn.error().describe());
     return fail(conn.error());
   }
   auto r = (*conn)->exec(sql, params);
   if (!r) {
     log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", c.id,
-              r.error().message);
+              r.error().describe());
     return fail(r.error());
   }
   return {};
@@ -214,7 +214,7 @@ void Worker::execute(const Claimed& c) {
             "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
             "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done",
         {c.id, c.lease, output.dump()});
-    if (!done && done.error().permanent()) {
+    if (!done && is_permanent(done.error())) {
       // An output PostgreSQL cannot store (e.g. "\u0000") fails the attempt
       // rather than leaving the run to be re-leased forever.
       fail_attempt("cannot record the workflow's output: " + done.error().message);
@@ -261,7 +261,7 @@ void Worker::run_loop(std::stop_token st) {
   while (!st.stop_requested()) {
     auto c = claim();
     if (!c) {
-      log::warn("worker cannot claim work: {}", c.error().message);
+      log::warn("worker cannot claim work: {}", c.error().describe());
       nap(st, config_.poll_interval * 5);
       continue;
     }
@@ -311,14 +311,14 @@ void Worker::maintenance_loop(std::stop_token st) {
     nap(st, config_.admission_interval);
     if (st.stop_requested()) break;
     if (auto r = engine_.fire_deferred(); !r) {
-      log::warn("firing deferred starts failed: {}", r.error().message);
+      log::warn("firing deferred starts failed: {}", r.error().describe());
     }
     if (std::chrono::steady_clock::now() >= next_depth) {
       (void)engine_.queue_depth();  // publishes the gauge; a failed probe is retried next time
       next_depth = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     if (std::chrono::steady_clock::now() >= next_purge) {
-      if (auto r = engine_.purge(); !r) log::warn("retention purge failed: {}", r.error().message);
+      if (auto r = engine_.purge(); !r) log::warn("retention purge failed: {}", r.error().describe());
       next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
     }
   }

@@ -462,7 +462,7 @@ void KafkaSource::on_revoked(RdKafka::KafkaConsumer& consumer,
     if (auto r =
             detail::commit_offsets(consumer, config_.topic(), final_prefix, config_.sync_timeout());
         !r) {
-      log::warn("{}: final commit of revoked partitions failed: {}", log_name_, r.error().message);
+      log::warn("{}: final commit of revoked partitions failed: {}", log_name_, r.error().error().describe());
     }
   }
   std::lock_guard lock(mu_);
@@ -578,7 +578,7 @@ void KafkaSource::commit_pending_floors() {
     log::warn(
         "{}: eager commit of the latest floor for partitions {} failed ({}); "
         "retrying on the next receive",
-        log_name_, pending, settled.error().message);
+        log_name_, pending, settled.error().describe());
     return;
   }
   std::lock_guard lock(mu_);
@@ -701,7 +701,8 @@ Result<bool> KafkaSource::recover() {
         return fail(Error{settled.error().kind,
                           fmt::format("{}: recover: anchor commit failed, consumer not "
                                       "rebuilt: {}",
-                                      log_name_, settled.error().message)});
+                                      log_name_, settled.error().message),
+                          settled.error().detail, settled.error().retry});
       }
       if (reset_ == OffsetReset::kLatest) {
         std::lock_guard lock(mu_);

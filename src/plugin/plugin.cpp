@@ -230,7 +230,7 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   std::vector<store::MigrationSet> plugin_sets;
   if (!connectors_.empty()) plugin_sets.push_back(connector::connector_migrations());
   auto engine = engine::Engine::open(engine_config_, std::move(workflows_), std::move(plugin_sets));
-  if (!engine) throw ConfigError("harvest cannot start: " + engine.error().message);
+  if (!engine) throw ConfigError("harvest cannot start: " + engine.error().describe());
   app->engine_ = std::move(*engine);
   engine::Engine& e = *app->engine_;
 
@@ -268,7 +268,7 @@ void HarvestApp::start() {
     for (auto& rt : runtimes_) {
       consumers_.emplace_back([r = rt.get()](std::stop_token st) {
         if (auto s = r->run(st); !s) {
-          log::error("connector binding '{}' stopped: {}", r->binding().name(), s.error().message);
+          log::error("connector binding '{}' stopped: {}", r->binding().name(), s.error().describe());
         }
       });
     }

@@ -48,7 +48,7 @@ struct ChunkFailures {
     // failures that are the sender's fault (a stale receipt handle) are
     // permanent.
     ErrorKind kind = ErrorKind::kBadRequest;
-    if ((call_error && call_error->transient()) || any_retryable_entry)
+    if ((call_error && should_retry(*call_error)) || any_retryable_entry)
       kind = ErrorKind::kTransient;
     else if (call_error)
       kind = call_error->kind;

@@ -77,7 +77,8 @@ Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
       if (!tx) return fail(tx.error());
       if (auto r = conn.exec_script(m->sql); !r) {
         return fail(Error{r.error().kind,
-                          fmt::format("migration {} failed: {}", p.label(), r.error().message)});
+                          fmt::format("migration {} failed: {}", p.label(), r.error().message),
+                          r.error().detail, r.error().retry});
       }
       auto rec = conn.exec(
           "INSERT INTO harvest_schema_migrations (set_name, version, name) VALUES ($1, $2, $3)",

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "store/pg_error.hpp"
 
 namespace harvest::store {
 
@@ -34,37 +35,14 @@ long long PgResult::affected() const {
   return (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
 }
 
-Error classify_pg_error(const PGresult* res, PGconn* conn, std::string_view context) {
-  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-  std::string msg = res ? PQresultErrorMessage(res) : "";
-  if (msg.empty() && conn) msg = PQerrorMessage(conn);
-  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-  std::string text = fmt::format("{}: {}", context, msg);
-  if (conn && PQstatus(conn) == CONNECTION_BAD) return Error::transient_error(text);
-  if (!state) return Error::transient_error(text);  // no server answer: connection-level failure
-  std::string_view s(state);
-  std::string_view cls = s.substr(0, 2);
-  auto coded = [&](Error e) {
-    e.code = std::string(s);
-    return e;
-  };
-  // 08 connection exception, 53 insufficient resources, 57 operator intervention
-  // (admin shutdown, cancel), 40 transaction rollback (serialization, deadlock).
-  if (cls == "08" || cls == "53" || cls == "57" || cls == "40" || cls == "58") {
-    return coded(Error::transient_error(text));
-  }
-  // 22 data exception, 23 integrity constraint violation.
-  if (cls == "22" || cls == "23") return coded(Error::bad_request(text));
-  return coded(Error::internal(fmt::format("{} (SQLSTATE {})", text, s)));
-}
-
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
   PGconn* c = PQconnectdb(url.c_str());
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);
     PQfinish(c);
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    return fail(Error::transient_error("cannot connect to PostgreSQL: " + msg));
+    return fail(Error{ErrorKind::kTransient, "cannot connect to the database; retry",
+                      "cannot connect to PostgreSQL: " + msg});
   }
   // Keep server notices (e.g. "relation already exists, skipping") off stderr.
   PQsetNoticeProcessor(

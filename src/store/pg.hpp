@@ -42,11 +42,6 @@ class PgResult {
   std::shared_ptr<PGresult> res_;
 };
 
-// Maps a failed result / connection state to an Error: connection loss,
-// serialization failures, deadlocks, resource exhaustion and shutdown are
-// transient; integrity and data errors are permanent (bad request).
-[[nodiscard]] Error classify_pg_error(const PGresult* res, PGconn* conn, std::string_view context);
-
 // One database connection. Not thread-safe: one thread uses it at a time.
 class Connection {
  public:

@@ -143,7 +143,7 @@ TEST_F(StartTest, rejections_carry_permanent_kinds_naming_the_problem) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
   EXPECT_NE(bad.error().message.find("order_id"), std::string::npos);
-  EXPECT_TRUE(bad.error().permanent());
+  EXPECT_TRUE(is_permanent(bad.error()));
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 0);
 }
 

@@ -54,7 +54,7 @@ TEST(SqsErrors, other_client_errors_are_permanent_bad_requests) {
     Error e = sqs_error("X", "", code == std::string("AccessDenied") ? 403 : 400,
                         fmt::format(R"({{"__type":"com.amazonaws.sqs#{}","message":"m"}})", code));
     EXPECT_EQ(e.kind, ErrorKind::kBadRequest) << code;
-    EXPECT_TRUE(e.permanent()) << code;
+    EXPECT_TRUE(is_permanent(e)) << code;
     EXPECT_NE(e.message.find(code), std::string::npos);
   }
 }

@@ -1,0 +1,47 @@
+// One redaction covers every credential form (hardening: credentials).
+#include "common/redact.hpp"
+
+#include <gtest/gtest.h>
+
+namespace harvest {
+namespace {
+
+TEST(Redact, url_userinfo_password) {
+  EXPECT_EQ(redact_secrets("postgresql://harvest:s3cr3t@db:5432/app"),
+            "postgresql://harvest:***@db:5432/app");
+  EXPECT_EQ(redact_secrets("postgres://u:p%40ss@h/d?sslmode=require"),
+            "postgres://u:***@h/d?sslmode=require");
+  // No password: nothing to hide.
+  EXPECT_EQ(redact_secrets("postgresql://harvest@db/app"), "postgresql://harvest@db/app");
+}
+
+TEST(Redact, query_parameters) {
+  EXPECT_EQ(redact_secrets("postgresql://db/app?user=u&password=hunter2&sslmode=disable"),
+            "postgresql://db/app?user=u&password=***&sslmode=disable");
+  EXPECT_EQ(redact_secrets("postgresql://db/app?sslpassword=k3y"),
+            "postgresql://db/app?sslpassword=***");
+}
+
+TEST(Redact, keyword_conninfo) {
+  EXPECT_EQ(redact_secrets("host=db port=5432 user=u password=hunter2 dbname=app"),
+            "host=db port=5432 user=u password=*** dbname=app");
+  EXPECT_EQ(redact_secrets("host=db password = 'with space' dbname=app"),
+            "host=db password = *** dbname=app");
+  EXPECT_EQ(redact_secrets("host=db PASSWORD=x"), "host=db PASSWORD=***");
+}
+
+TEST(Redact, aws_secrets_and_tokens) {
+  EXPECT_EQ(redact_secrets("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG"),
+            "aws_secret_access_key = ***");
+  EXPECT_EQ(redact_secrets("aws_session_token=FQoGZXIvYXdzE"), "aws_session_token=***");
+  EXPECT_EQ(redact_secrets(R"({"SecretAccessKey":"abc","Token":"t"})").find("abc"),
+            std::string::npos);
+  EXPECT_EQ(redact_secrets("Credential=AKID/20260101/us-east-1/sqs/aws4_request, "
+                           "SignedHeaders=host, Signature=deadbeef")
+                .find("deadbeef"),
+            std::string::npos);
+  EXPECT_EQ(redact_secrets("Authorization: Bearer abc.def-123"), "Authorization: Bearer ***");
+}
+
+}  // namespace
+}  // namespace harvest
