@@ -91,6 +91,20 @@ class EventSource {
     return std::nullopt;
   }
 
+  // Positional sources (Kafka): whether this consumer still owns `partition`
+  // of `topic` under assignment `generation` (the `Message::generation` its
+  // messages carry). The runtime forgets the commit state of partitions it no
+  // longer owns, so a stall on a revoked partition never rebuilds the
+  // consumer. Default: true (sources without ownership). May be called from
+  // the consumer thread only.
+  [[nodiscard]] virtual bool owns(const std::string& topic, int32_t partition,
+                                  uint64_t generation) const {
+    (void)topic;
+    (void)partition;
+    (void)generation;
+    return true;
+  }
+
   // Rebuilds the consumer so unacked messages are redelivered from the last
   // commit. true: rebuilt. false: this source cannot rebuild itself (the
   // default). An error: the rebuild failed and may be retried.
