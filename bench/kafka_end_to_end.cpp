@@ -43,7 +43,7 @@
 
 using namespace harvest;
 using namespace harvest::connector;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
@@ -63,7 +63,7 @@ std::string record(const std::string& id) {
   return j.dump();
 }
 
-double micros(Clock::duration d) {
+double micros(SteadyClock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
 
@@ -72,7 +72,7 @@ double micros(Clock::duration d) {
 class Producer final : public RdKafka::DeliveryReportCb {
  public:
   struct Sent {
-    Clock::time_point at;
+    SteadyClock::time_point at;
     int32_t partition = -1;
     int64_t offset = -1;
   };
@@ -94,7 +94,7 @@ class Producer final : public RdKafka::DeliveryReportCb {
   // Produces `payload` to `partition`, stamping the time of the call.
   void produce(const std::string& topic, int32_t partition, const std::string& payload) {
     const size_t index = sent_.size();
-    sent_.push_back({Clock::now()});
+    sent_.push_back({SteadyClock::now()});
     while (true) {
       const auto code = producer_->produce(topic, partition, RdKafka::Producer::RK_MSG_COPY,
                                            const_cast<char*>(payload.data()), payload.size(),
@@ -137,7 +137,7 @@ class AckClock final : public EventSource {
   }
   Status ack(const std::vector<Message>& messages) override {
     auto status = inner_->ack(messages);
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     std::lock_guard lock(mu_);
     for (const auto& m : messages) {
       const auto& c = std::get<KafkaCoordinates>(m.coordinates);
@@ -148,14 +148,14 @@ class AckClock final : public EventSource {
   Status abandon(const std::vector<Message>& m) override { return inner_->abandon(m); }
   bool abandon_redelivers() const override { return inner_->abandon_redelivers(); }
   Result<bool> recover() override { return inner_->recover(); }
-  Result<std::optional<int64_t>> lag(Clock::time_point deadline) override {
+  Result<std::optional<int64_t>> lag(SteadyClock::time_point deadline) override {
     return inner_->lag(deadline);
   }
   std::string subscription_identity() const override { return inner_->subscription_identity(); }
   std::string stream() const override { return inner_->stream(); }
 
   // When the first ack covering `offset` of `partition` was sent.
-  std::optional<Clock::time_point> covered_at(int32_t partition, int64_t offset) const {
+  std::optional<SteadyClock::time_point> covered_at(int32_t partition, int64_t offset) const {
     std::lock_guard lock(mu_);
     auto it = acks_.find(partition);
     if (it == acks_.end()) return std::nullopt;
@@ -168,7 +168,7 @@ class AckClock final : public EventSource {
  private:
   std::shared_ptr<EventSource> inner_;
   mutable std::mutex mu_;
-  std::map<int32_t, std::vector<std::pair<int64_t, Clock::time_point>>> acks_;
+  std::map<int32_t, std::vector<std::pair<int64_t, SteadyClock::time_point>>> acks_;
 };
 
 void print_row(const std::string& label, size_t msgs, double secs,
@@ -187,12 +187,12 @@ std::string fresh_topic(kafka::testing::TestBroker& broker, const std::string& n
 // returns the produce rate.
 double fill(const std::string& bootstrap, const std::string& topic, int n) {
   Producer producer(bootstrap, "5");
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   for (int i = 0; i < n; ++i) {
     producer.produce(topic, i % kPartitions, record(fmt::format("{}-{}", topic, i)));
   }
   producer.flush();
-  return n / std::chrono::duration<double>(Clock::now() - t0).count();
+  return n / std::chrono::duration<double>(SteadyClock::now() - t0).count();
 }
 
 // `max_buffered`: the KafkaSource read-ahead bound (std::nullopt: its default).
@@ -241,9 +241,9 @@ void raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& broke
   std::vector<std::unique_ptr<RdKafka::Message>> batch;
   std::vector<double> copy_us;
   size_t copied = 0;
-  std::optional<Clock::time_point> t0;
+  std::optional<SteadyClock::time_point> t0;
   const auto copy = [&] {
-    const auto t = Clock::now();
+    const auto t = SteadyClock::now();
     auto begin = db.exec("BEGIN");
     if (!begin) die(begin.error().message);
     PGconn* pg = db.raw();
@@ -270,14 +270,14 @@ void raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& broke
       die("commitSync: " + RdKafka::err2str(code));
     }
     copied += batch.size();
-    copy_us.push_back(micros(Clock::now() - t));
+    copy_us.push_back(micros(SteadyClock::now() - t));
     batch.clear();
   };
-  const auto deadline = Clock::now() + 120s;
-  while (copied < static_cast<size_t>(n) && Clock::now() < deadline) {
+  const auto deadline = SteadyClock::now() + 120s;
+  while (copied < static_cast<size_t>(n) && SteadyClock::now() < deadline) {
     std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
     if (m->err() == RdKafka::ERR_NO_ERROR) {
-      if (!t0) t0 = Clock::now();
+      if (!t0) t0 = SteadyClock::now();
       batch.push_back(std::move(m));
       if (batch.size() >= kCopyBatch) copy();
     } else if (m->err() == RdKafka::ERR__TIMED_OUT || m->err() == RdKafka::ERR__PARTITION_EOF) {
@@ -287,7 +287,7 @@ void raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& broke
     }
   }
   if (copied < static_cast<size_t>(n)) die("raw consumer did not finish in time");
-  const double secs = std::chrono::duration<double>(Clock::now() - *t0).count();
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - *t0).count();
   consumer->close();
   print_row("raw ceiling: consume + COPY 500 + commitSync", copied, secs, copy_us);
   (void)db.exec("DROP TABLE bench_kafka_raw");  // best effort: leave nothing behind
@@ -307,10 +307,10 @@ void drain(const std::string& bootstrap, kafka::testing::TestBroker& broker, eng
                       ConnectorRuntimeConfig{.poll_timeout = 100ms, .max_batch = 256});
   rt.with_dead_letter_sink(std::make_shared<RecordingDeadLetterSink>());
   size_t acked = 0;
-  std::optional<Clock::time_point> t0;
-  const auto deadline = Clock::now() + 120s;
-  while (acked < static_cast<size_t>(n) && Clock::now() < deadline) {
-    const auto pass_started = Clock::now();
+  std::optional<SteadyClock::time_point> t0;
+  const auto deadline = SteadyClock::now() + 120s;
+  while (acked < static_cast<size_t>(n) && SteadyClock::now() < deadline) {
+    const auto pass_started = SteadyClock::now();
     auto s = rt.run_once();
     if (!s) die("pass failed: " + s.error().message);
     if (s->retried || s->dead_lettered) die("a record was retried or dead-lettered");
@@ -318,12 +318,12 @@ void drain(const std::string& bootstrap, kafka::testing::TestBroker& broker, eng
     acked += s->acked;
   }
   if (acked < static_cast<size_t>(n)) die("the runtime did not drain the topic in time");
-  const double secs = std::chrono::duration<double>(Clock::now() - *t0).count();
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - *t0).count();
   // Not timed: the group's commit must really cover every record.
   std::map<int32_t, int64_t> end;
   for (int p = 0; p < kPartitions; ++p) end[p] = n / kPartitions + (p < n % kPartitions ? 1 : 0);
   std::map<int32_t, int64_t> committed;
-  for (auto until = Clock::now() + 30s; Clock::now() < until && committed != end;) {
+  for (auto until = SteadyClock::now() + 30s; SteadyClock::now() < until && committed != end;) {
     auto c = broker.committed("bench-" + topic, topic);
     if (c) committed = *c;
     if (committed != end) std::this_thread::sleep_for(20ms);  // polling the broker
@@ -352,7 +352,7 @@ void fixed_rate(const std::string& bootstrap, kafka::testing::TestBroker& broker
   });
   // Let the consumer join the group before the clock starts: the first
   // records would otherwise wait for the assignment.
-  for (auto until = Clock::now() + 30s; Clock::now() < until;) {
+  for (auto until = SteadyClock::now() + 30s; SteadyClock::now() < until;) {
     if (!(*source)->snapshot().owned.empty()) break;
     std::this_thread::sleep_for(20ms);
   }
@@ -360,17 +360,17 @@ void fixed_rate(const std::string& bootstrap, kafka::testing::TestBroker& broker
   Producer producer(bootstrap, "0");
   const int n = rate * seconds;
   const auto interval = std::chrono::nanoseconds(1'000'000'000 / rate);
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   for (int i = 0; i < n; ++i) {
     // Pacing the producer at the fixed rate (the load under test).
     std::this_thread::sleep_until(t0 + i * interval);
     producer.produce(topic, i % kPartitions, record(fmt::format("{}-{}", topic, i)));
   }
   producer.flush();
-  const double produce_secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double produce_secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
 
   std::vector<double> lat;
-  for (auto until = Clock::now() + 60s; Clock::now() < until;) {
+  for (auto until = SteadyClock::now() + 60s; SteadyClock::now() < until;) {
     lat.clear();
     for (const auto& s : producer.sent()) {
       auto at = clock->covered_at(s.partition, s.offset);

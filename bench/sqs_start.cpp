@@ -24,7 +24,7 @@
 
 using namespace harvest;
 using namespace harvest::connector;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -43,7 +43,7 @@ Result<std::pair<std::string, double>> filled_queue(sqs::SqsClient& client, cons
   auto url = client.create_queue(name);
   if (!url) return fail(url.error());
   const std::string pad(900, 'x');
-  auto t0 = Clock::now();
+  auto t0 = SteadyClock::now();
   for (int start = 0; start < n; start += 10) {
     std::vector<sqs::OutgoingMessage> batch;
     for (int i = start; i < std::min(n, start + 10); ++i) {
@@ -56,7 +56,7 @@ Result<std::pair<std::string, double>> filled_queue(sqs::SqsClient& client, cons
     if (!sent->failed.empty())
       return fail(Error::internal("SendMessageBatch failed: " + sent->failed[0].message));
   }
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return std::pair{*url, n / secs};
 }
 
@@ -102,9 +102,9 @@ int main(int argc, char** argv) {
     fmt::print("{:<30} {:>7} {:>9.0f}\n", "SendMessageBatch (pre-fill)", n, q->second);
     size_t drained = 0;
     std::vector<double> lat;
-    auto t0 = Clock::now();
+    auto t0 = SteadyClock::now();
     while (drained < static_cast<size_t>(n)) {
-      auto t = Clock::now();
+      auto t = SteadyClock::now();
       auto got = (*client)->receive_message(
           {.queue_url = q->first, .max_messages = 10, .wait_time_secs = 1});
       if (!got) {
@@ -121,10 +121,10 @@ int main(int argc, char** argv) {
         }
       }
       drained += got->size();
-      lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+      lat.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t).count());
     }
     print_row("raw receive+delete, no harvest", drained,
-              std::chrono::duration<double>(Clock::now() - t0).count(), lat);
+              std::chrono::duration<double>(SteadyClock::now() - t0).count(), lat);
     (void)(*client)->delete_queue(q->first);  // best effort: a bench leaves no queues behind
   }
 
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
                         ConnectorRuntimeConfig{.max_batch = max_batch});
     rt.with_dead_letter_sink(std::make_shared<RecordingDeadLetterSink>());
     size_t acked = 0;
-    auto t0 = Clock::now();
+    auto t0 = SteadyClock::now();
     while (acked < static_cast<size_t>(n)) {
       auto s = rt.run_once();
       if (!s) {
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       }
       acked += s->acked;
     }
-    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
     auto lat = metrics->observations(metrics::kConnectorDispatchSeconds, {{"source", name}});
     for (auto& v : lat) v *= 1e6;  // µs for percentile_ms
     print_row(fmt::format("harvest, max_batch {:>3}", max_batch), acked, secs, lat);

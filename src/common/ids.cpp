@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <random>
 
 namespace harvest {
@@ -105,6 +106,19 @@ std::string process_identity() {
   std::array<char, 256> host{};
   gethostname(host.data(), host.size() - 1);
   return fmt::format("{}:{}:{:08x}", host.data(), getpid(), static_cast<uint32_t>(rng()()));
+}
+
+bool is_uuid(std::string_view s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace harvest

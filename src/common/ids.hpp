@@ -9,6 +9,9 @@ namespace harvest {
 // A random (version 4) UUID in canonical text form.
 [[nodiscard]] std::string new_uuid();
 
+// Whether `s` is a UUID in canonical text form (8-4-4-4-12 hex digits).
+[[nodiscard]] bool is_uuid(std::string_view s);
+
 // Lower-case hex SHA-256 of `data`.
 [[nodiscard]] std::string sha256_hex(std::string_view data);
 

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "common/ids.hpp"
+
 namespace harvest {
 
 namespace {
@@ -68,9 +70,8 @@ bool walk(const Json& value, F&& visit) {
 
 Result<Json> parse_json(std::string_view text, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes) {
-    return fail(Error::bad_request(
-        fmt::format("JSON text of {} bytes exceeds the limit of {} bytes", text.size(),
-                    limits.max_bytes)));
+    return fail(Error::bad_request(fmt::format(
+        "JSON text of {} bytes exceeds the limit of {} bytes", text.size(), limits.max_bytes)));
   }
   Json root;
   BoundedSax sax(root, limits.max_depth);
@@ -96,17 +97,22 @@ Status check_json_depth(const Json& value, size_t max_depth) {
 Status check_json_storable(const Json& value, size_t max_depth) {
   if (auto depth = check_json_depth(value, max_depth); !depth) return depth;
   bool nul = false;
+  bool utf8 = true;
+  auto check = [&](const std::string& s) {
+    if (s.find('\0') != std::string::npos) nul = true;
+    if (!is_valid_utf8(s)) utf8 = false;
+  };
   walk(value, [&](const Json& node, size_t) {
-    if (node.is_string() && node.get_ref<const std::string&>().find('\0') != std::string::npos) {
-      nul = true;
-    }
+    if (node.is_string()) check(node.get_ref<const std::string&>());
     if (node.is_object()) {
-      for (const auto& item : node.items()) {
-        if (item.key().find('\0') != std::string::npos) nul = true;
-      }
+      for (const auto& item : node.items()) check(item.key());
     }
-    return !nul;
+    return !nul && utf8;
   });
+  if (!utf8) {
+    return fail(Error::bad_request(
+        "JSON value holds a string that is not valid UTF-8, which cannot be stored"));
+  }
   if (nul) {
     return fail(Error::bad_request(
         "JSON value holds a NUL character (\\u0000), which cannot be stored; remove it"));

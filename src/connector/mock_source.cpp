@@ -47,6 +47,12 @@ MockSource& MockSource::fail_acks(bool fail) {
   fail_acks_ = fail;
   return *this;
 }
+MockSource& MockSource::clock(std::shared_ptr<Clock> clock) {
+  std::lock_guard lock(mu_);
+  clock_ = clock ? std::move(clock) : Clock::steady();
+  return *this;
+}
+
 MockSource& MockSource::lag_delay(std::chrono::milliseconds delay) {
   std::lock_guard lock(mu_);
   lag_delay_ = delay;
@@ -171,14 +177,16 @@ Result<bool> MockSource::recover() {
 
 Result<std::optional<int64_t>> MockSource::lag(std::chrono::steady_clock::time_point deadline) {
   std::chrono::milliseconds delay;
+  std::shared_ptr<Clock> clock;
   {
     std::lock_guard lock(mu_);
     ++lag_calls_;
     delay = lag_delay_;
+    clock = clock_;
   }
-  if (delay.count() > 0) std::this_thread::sleep_for(delay);  // plays a slow broker
+  if (delay.count() > 0) (void)clock->sleep_for(delay);  // plays a slow broker
   std::lock_guard lock(mu_);
-  if (std::chrono::steady_clock::now() > deadline) return std::optional<int64_t>{};
+  if (clock->now() > deadline) return std::optional<int64_t>{};
   if (fixed_lag_) return fixed_lag_;
   int64_t owed = 0;
   if (kind_ == Kind::kRedelivering) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "connector/event_source.hpp"
 
 namespace harvest::connector {
@@ -43,6 +44,9 @@ class MockSource final : public EventSource {
   MockSource& recoverable(bool can_recover);
   MockSource& fail_acks(bool fail);
   MockSource& lag_delay(std::chrono::milliseconds delay);
+  // The clock lag() sleeps and reads deadlines on: give it the runtime's
+  // (ConnectorRuntimeConfig::clock). Default: the process clock.
+  MockSource& clock(std::shared_ptr<Clock> clock);
   MockSource& fixed_lag(std::optional<int64_t> lag);
   // Overrides what abandon_redelivers() reports (default: by kind).
   MockSource& abandon_redelivers(bool redelivers);
@@ -85,6 +89,7 @@ class MockSource final : public EventSource {
   bool recoverable_ = true;
   bool fail_acks_ = false;
   std::chrono::milliseconds lag_delay_{0};
+  std::shared_ptr<Clock> clock_ = Clock::steady();
   std::optional<int64_t> fixed_lag_;
   std::optional<bool> redelivers_;
   int recoveries_ = 0;

@@ -1,28 +1,19 @@
 #include "connector/runtime.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <latch>
 #include <map>
 
 #include "common/fault.hpp"
 #include "common/log.hpp"
+#include "connector/binding_rules.hpp"
 #include "connector/dedupe_key.hpp"
 
 namespace harvest::connector {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Waits up to `d` unless stop is requested first.
-void pause(std::stop_token st, std::chrono::milliseconds d) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  cv.wait_for(lock, st, d, [] { return false; });
-}
 
 std::optional<int64_t> offset_of(const Message& m) {
   if (const auto* k = std::get_if<KafkaCoordinates>(&m.coordinates)) return k->offset;
@@ -47,44 +38,25 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
       engine_(engine),
       metrics_(metrics ? std::move(metrics) : std::make_shared<metrics::NoopMetrics>()),
       mode_(mode),
-      config_(config),
-      strikes_(binding_->name()),
-      permits_(static_cast<std::ptrdiff_t>(std::max<size_t>(binding_->max_in_flight(), 1))) {
-  if (binding_->max_in_flight() == 0) {
-    throw ConfigError(
-        fmt::format("binding '{}': max_in_flight must be at least 1", binding_->name()));
+      config_(std::move(config)),
+      strikes_(binding_->name()) {
+  if (!config_.clock) config_.clock = Clock::steady();
+  if (auto refusals = binding_refusals(*binding_, engine_.workflows(), source_.get(), mode);
+      !refusals.empty()) {
+    throw ConfigError(fmt::format("{}", fmt::join(refusals, "; ")));
   }
-  if (!binding_->mapper()) {
-    throw ConfigError(
-        fmt::format("binding '{}' has no mapping function: call map_json(...) or map_raw(...)",
-                    binding_->name()));
-  }
-  if (mode_ == IdempotencyMode::kAuto) mode_ = binding_->requested_idempotency_mode();
-  if (mode_ == IdempotencyMode::kAuto) {
-    // A deferred start has no execution id to return for a key, so the
-    // engine refuses keys there: dedupe on the mapped workflow_id instead.
-    mode_ = binding_->kind() == BindingKind::kStarts &&
-                    engine_.has_deferred_admission(binding_->workflow())
-                ? IdempotencyMode::kWorkflowId
-                : IdempotencyMode::kBrokerCoordinates;
-  }
-  if (binding_->kind() == BindingKind::kSignalsWithStart) {
-    mode_ = IdempotencyMode::kBrokerCoordinates;  // the signal key has no such conflict
-  }
+  mode_ = resolve_idempotency_mode(*binding_, engine_.workflows(), mode);
   stall_threshold_ =
       config_.stall_threshold.value_or(std::max<size_t>(4 * binding_->max_in_flight(), 32));
   sink_ = std::make_shared<UnconfiguredDeadLetterSink>(binding_->name());
-  for (size_t i = 0; i < binding_->max_in_flight(); ++i) {
-    dispatchers_.emplace_back([this](std::stop_token st) { dispatch_loop(st); });
-  }
-  lag_thread_ = std::jthread([this](std::stop_token st) { lag_loop(st); });
+  pool_ = std::make_unique<DispatchPool>(binding_->max_in_flight());
+  lag_ = std::make_unique<LagSampler>(binding_->name(), source_, metrics_,
+                                      config_.lag_sample_interval, config_.clock);
 }
 
 ConnectorRuntime::~ConnectorRuntime() {
-  lag_thread_.request_stop();
-  for (auto& t : dispatchers_) t.request_stop();
-  lag_thread_ = {};
-  dispatchers_.clear();
+  lag_.reset();
+  pool_.reset();
 }
 
 ConnectorRuntime& ConnectorRuntime::with_dead_letter_sink(std::shared_ptr<DeadLetterSink> sink) {
@@ -94,19 +66,6 @@ ConnectorRuntime& ConnectorRuntime::with_dead_letter_sink(std::shared_ptr<DeadLe
 
 metrics::Labels ConnectorRuntime::labels(std::string key, std::string value) const {
   return {{"source", binding_->name()}, {std::move(key), std::move(value)}};
-}
-
-void ConnectorRuntime::dispatch_loop(std::stop_token st) {
-  while (true) {
-    std::function<void()> task;
-    {
-      std::unique_lock lock(queue_mu_);
-      if (!queue_cv_.wait(lock, st, [&] { return !queue_.empty(); })) return;
-      task = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    task();
-  }
 }
 
 ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const std::string& key,
@@ -129,9 +88,12 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
   return {Verdict::kDeadLettered, reason, false};
 }
 
-ConnectorRuntime::Dispatched ConnectorRuntime::dispatch(const Message& m) {
+ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   const SourceBinding& b = *binding_;
-  const DedupeKey key = DedupeKey::derive(b.name(), b.incarnation(), m.coordinates);
+  Mapped out;
+  out.started = config_.clock->now();
+  out.key = DedupeKey::derive(b.name(), b.incarnation(), m.coordinates);
+  const std::string& key = out.key->value();
   MessageCtx ctx(m, b.stream(), b.name());
   MappingOutcome mapped;
   try {
@@ -142,87 +104,139 @@ ConnectorRuntime::Dispatched ConnectorRuntime::dispatch(const Message& m) {
     mapped = {MappingOutcome::Kind::kRejected, {}, "mapping threw a non-standard exception"};
   }
   if (mapped.kind == MappingOutcome::Kind::kUndecodable) {
-    return poison(m, key.value(), "undecodable", mapped.detail, 1);
+    out.verdict = poison(m, key, "undecodable", mapped.detail, 1);
+  } else if (mapped.kind == MappingOutcome::Kind::kRejected) {
+    const uint32_t strikes = strikes_.strike(key);
+    out.verdict = b.poison_threshold() > 0 && strikes >= b.poison_threshold()
+                      ? poison(m, key, "mapping_rejected", mapped.detail, static_cast<int>(strikes))
+                      : Dispatched{Verdict::kRetry, "mapping_rejected", true};
+  } else {
+    out.message = std::move(mapped.mapped);
+    out.ref = to_valid_utf8(render(m.coordinates));
   }
-  if (mapped.kind == MappingOutcome::Kind::kRejected) {
-    uint32_t strikes = strikes_.strike(key.value());
-    if (b.poison_threshold() > 0 && strikes >= b.poison_threshold()) {
-      return poison(m, key.value(), "mapping_rejected", mapped.detail, static_cast<int>(strikes));
-    }
-    return {Verdict::kRetry, "mapping_rejected", true};
-  }
+  return out;
+}
 
-  const std::string ref = to_valid_utf8(render(m.coordinates));
-  Result<std::string> outcome = [&]() -> Result<std::string> {
-    try {
-      if (b.kind() == BindingKind::kSignalsWithStart) {
-        engine::SignalWithStartRequest req{.workflow = b.workflow(),
-                                           .workflow_id = mapped.mapped.workflow_id,
-                                           .signal = b.signal(),
-                                           .payload = std::move(mapped.mapped.payload),
-                                           .source = engine::StartSource::kBroker,
-                                           .source_ref = ref};
-        auto r = engine_.signal_with_start_derived(std::move(req), key.pass());
-        if (!r) return fail(r.error());
-        return std::string(r->duplicate_signal ? "idempotent_replay" : "dispatched");
-      }
-      engine::StartRequest req{.workflow = b.workflow(),
-                               .workflow_id = mapped.mapped.workflow_id,
-                               .input = std::move(mapped.mapped.payload),
-                               .source = engine::StartSource::kBroker,
-                               .source_ref = ref};
-      auto r = mode_ == IdempotencyMode::kBrokerCoordinates
-                   ? engine_.start_derived(std::move(req), key.pass())
-                   : engine_.start(req);
-      if (!r) return fail(r.error());
-      switch (r->kind) {
-        case engine::StartOutcomeKind::kStarted:
-          return std::string("dispatched");
-        case engine::StartOutcomeKind::kIdempotentReplay:
-          return std::string("idempotent_replay");
-        case engine::StartOutcomeKind::kDeferred:
-          return std::string("deferred");
-      }
-      return std::string("dispatched");
-    } catch (const nlohmann::json::exception& e) {
-      // The mapped payload cannot be serialised (e.g. raw bytes that are not
-      // UTF-8): the message's fault, deterministically.
-      return fail(
-          Error::bad_request(fmt::format("mapped payload is not valid JSON text: {}", e.what())));
+std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<Mapped*>& group) {
+  const SourceBinding& b = *binding_;
+  std::vector<Result<std::string>> out;
+  out.reserve(group.size());
+  if (b.kind() == BindingKind::kSignalsWithStart) {
+    std::vector<engine::DerivedSignalWithStart> reqs;
+    reqs.reserve(group.size());
+    for (Mapped* g : group) {
+      reqs.push_back({engine::SignalWithStartRequest{.workflow = b.workflow(),
+                                                     .workflow_id = g->message.workflow_id,
+                                                     .signal = b.signal(),
+                                                     .payload = std::move(g->message.payload),
+                                                     .source = engine::StartSource::kBroker,
+                                                     .source_ref = g->ref},
+                      g->key->pass()});
     }
-  }();
+    for (auto& r : engine_.signal_with_start_batch_derived(std::move(reqs))) {
+      if (!r) {
+        out.push_back(fail(r.error()));
+      } else {
+        out.push_back(std::string(r->duplicate_signal ? "idempotent_replay" : "dispatched"));
+      }
+    }
+    return out;
+  }
+  std::vector<engine::DerivedStart> reqs;
+  reqs.reserve(group.size());
+  for (Mapped* g : group) {
+    engine::DerivedStart d{engine::StartRequest{.workflow = b.workflow(),
+                                                .workflow_id = g->message.workflow_id,
+                                                .input = std::move(g->message.payload),
+                                                .source = engine::StartSource::kBroker,
+                                                .source_ref = g->ref},
+                           std::nullopt};
+    // WorkflowId mode dedupes on the mapped id alone: no derived key.
+    if (mode_ == IdempotencyMode::kBrokerCoordinates) d.key = g->key->pass();
+    reqs.push_back(std::move(d));
+  }
+  for (auto& r : engine_.start_batch_derived(std::move(reqs))) {
+    if (!r) {
+      out.push_back(fail(r.error()));
+      continue;
+    }
+    switch (r->kind) {
+      case engine::StartOutcomeKind::kIdempotentReplay:
+        out.push_back(std::string("idempotent_replay"));
+        break;
+      case engine::StartOutcomeKind::kDeferred:
+        out.push_back(std::string("deferred"));
+        break;
+      case engine::StartOutcomeKind::kStarted:
+        out.push_back(std::string("dispatched"));
+        break;
+    }
+  }
+  return out;
+}
+
+ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
+                                                              const Mapped& mapped,
+                                                              const Result<std::string>& outcome) {
   if (!outcome) {
     if (is_permanent(outcome.error())) {
-      return poison(m, key.value(), "start_rejected", outcome.error().message, 1);
+      return poison(m, mapped.key->value(), "start_rejected", outcome.error().message, 1);
     }
     // Not the message's fault (database down, pool exhausted): leave it
     // unacked and let the broker redeliver at its own pace.
-    log::warn("binding '{}': transient dispatch failure for {}: {}", b.name(), ref,
+    log::warn("binding '{}': transient dispatch failure for {}: {}", binding_->name(), mapped.ref,
               outcome.error().describe());
     return {Verdict::kRetry, "transient", false};
   }
-  strikes_.reset(key.value());
+  strikes_.reset(mapped.key->value());
   return {Verdict::kSettled, *outcome, false};
+}
+
+void ConnectorRuntime::commit_group(const std::vector<Message>& messages,
+                                    std::vector<Mapped>& mapped, const std::vector<size_t>& group,
+                                    std::vector<Dispatched>& results) {
+  std::vector<Mapped*> items;
+  items.reserve(group.size());
+  for (size_t i : group) items.push_back(&mapped[i]);
+  std::vector<Result<std::string>> outcomes;
+  try {
+    outcomes = commit_to_engine(items);
+  } catch (const std::exception& e) {
+    // The engine answers per item; an exception here is a defect, and the
+    // messages stay on the broker.
+    log::error("binding '{}': group commit of {} messages failed unexpectedly: {}",
+               binding_->name(), group.size(), e.what());
+  }
+  const auto done = config_.clock->now();
+  for (size_t n = 0; n < group.size(); ++n) {
+    const size_t i = group[n];
+    results[i] = n < outcomes.size() ? settle_outcome(messages[i], mapped[i], outcomes[n])
+                                     : Dispatched{Verdict::kRetry, "transient", false};
+    metrics_->observe(metrics::kConnectorDispatchSeconds, {{"source", binding_->name()}},
+                      std::chrono::duration<double>(done - mapped[i].started).count());
+  }
+}
+
+std::expected<PassSummary, ConnectorError> ConnectorRuntime::stalled(
+    const Stall& s, const PassSummary& summary) const {
+  return std::unexpected(ConnectorError{
+      ConnectorErrorKind::kStalled,
+      s.retried_head
+          ? fmt::format("binding '{}': partition {} is stalled: offset {} was retried on a "
+                        "source that does not redeliver by itself ({} completed behind it)",
+                        binding_->name(), s.partition.label(), s.head, s.depth)
+          : fmt::format("binding '{}': partition {} is stalled: {} completed offsets held "
+                        "behind unsettled offset {} (bound {})",
+                        binding_->name(), s.partition.label(), s.depth, s.head, s.bound),
+      s, Error{}, summary});
 }
 
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   PassSummary summary;
-  auto stalled = [&](const Stall& s) {
-    return std::unexpected(ConnectorError{
-        ConnectorErrorKind::kStalled,
-        s.retried_head
-            ? fmt::format("binding '{}': partition {} is stalled: offset {} was retried on a "
-                          "source that does not redeliver by itself ({} completed behind it)",
-                          binding_->name(), s.partition.label(), s.head, s.depth)
-            : fmt::format("binding '{}': partition {} is stalled: {} completed offsets held "
-                          "behind unsettled offset {} (bound {})",
-                          binding_->name(), s.partition.label(), s.depth, s.head, s.bound),
-        s, Error{}, summary});
-  };
   // Lag first: a wedged binding's gauge must keep reporting the work it owes.
-  maybe_sample_lag();
+  lag_->maybe_sample();
   // A wedged binding stops pulling batches it could only drop.
-  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s);
+  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
 
   auto batch = source_->receive(std::max<size_t>(config_.max_batch, 1), config_.poll_timeout);
   if (!batch) {
@@ -241,37 +255,44 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
       tickets[i] = tracker_.on_receive(*p, *offset_of(messages[i]));
   }
 
-  std::vector<Dispatched> results(messages.size());
-  std::latch done(static_cast<std::ptrdiff_t>(messages.size()));
-  for (size_t i = 0; i < messages.size(); ++i) {
-    permits_.acquire();
-    {
-      std::lock_guard lock(queue_mu_);
-      queue_.push_back([this, i, &messages, &results, &done] {
-        try {
-          auto t0 = Clock::now();
-          results[i] = dispatch(messages[i]);
-          metrics_->observe(metrics::kConnectorDispatchSeconds, {{"source", binding_->name()}},
-                            std::chrono::duration<double>(Clock::now() - t0).count());
-        } catch (const std::exception& e) {
-          // A dispatch must never take the runtime down; treat as transient.
-          log::error("binding '{}': dispatch of {} failed unexpectedly: {}", binding_->name(),
-                     render(messages[i].coordinates), e.what());
-          results[i] = {Verdict::kRetry, "transient", false};
-        } catch (...) {
-          log::error("binding '{}': dispatch of {} failed with a non-standard exception",
-                     binding_->name(), render(messages[i].coordinates));
-          results[i] = {Verdict::kRetry, "transient", false};
-        }
-        permits_.release();
-        done.count_down();
-      });
+  // Map on the pool (≤ max_in_flight at once), then commit in batch order,
+  // groups of ≤ max_in_flight, one engine transaction per group.
+  std::vector<Mapped> mapped(messages.size());
+  pool_->run(messages.size(), [&](size_t i) {
+    try {
+      mapped[i] = map_one(messages[i]);
+    } catch (const std::exception& e) {
+      // A dispatch must never take the runtime down; treat as transient.
+      log::error("binding '{}': dispatch of {} failed unexpectedly: {}", binding_->name(),
+                 render(messages[i].coordinates), e.what());
+      mapped[i].verdict = Dispatched{Verdict::kRetry, "transient", false};
     }
-    queue_cv_.notify_one();
+  });
+  std::vector<Dispatched> results(messages.size());
+  std::vector<size_t> group;
+  const size_t group_max = std::max<size_t>(binding_->max_in_flight(), 1);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (mapped[i].verdict) {
+      results[i] = std::move(*mapped[i].verdict);
+      continue;
+    }
+    group.push_back(i);
+    if (group.size() == group_max) {
+      commit_group(messages, mapped, group, results);
+      group.clear();
+    }
   }
-  done.wait();
+  if (!group.empty()) commit_group(messages, mapped, group, results);
   HARVEST_FAULT_POINT("connector.after_dispatch_before_ack");
 
+  settle(messages, tickets, results, summary);
+  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
+  return summary;
+}
+
+void ConnectorRuntime::settle(const std::vector<Message>& messages,
+                              const std::vector<std::optional<Ticket>>& tickets,
+                              std::vector<Dispatched>& results, PassSummary& summary) {
   // Settle in batch order. For positional sources collect, per partition,
   // the head of the completed prefix to commit.
   std::vector<Message> to_ack;
@@ -340,54 +361,6 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
                 to_abandon.size(), a.error().describe());
     }
   }
-  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s);
-  return summary;
-}
-
-void ConnectorRuntime::maybe_sample_lag() {
-  std::unique_lock lock(lag_mu_);
-  // An abandoned sample still running blocks the next one; the interval
-  // counts from its completion.
-  if (lag_running_ || lag_requested_ || Clock::now() < lag_next_due_) return;
-  lag_requested_ = true;
-  uint64_t epoch = lag_epoch_;
-  lag_cv_.notify_all();
-  bool finished =
-      lag_cv_.wait_for(lock, config_.lag_sample_interval, [&] { return lag_epoch_ != epoch; });
-  if (!finished) {
-    log::warn(
-        "binding '{}': connector lag sample exceeded its budget of {} ms and was abandoned; "
-        "widen lag_sample_interval or reduce what a sample costs",
-        binding_->name(), config_.lag_sample_interval.count());
-    return;
-  }
-  if (lag_value_) {
-    metrics_->set_gauge(metrics::kConnectorLag, {{"source", binding_->name()}},
-                        static_cast<double>(*lag_value_));
-  }
-}
-
-void ConnectorRuntime::lag_loop(std::stop_token st) {
-  while (true) {
-    std::unique_lock lock(lag_mu_);
-    if (!lag_cv_.wait(lock, st, [&] { return lag_requested_; })) return;
-    lag_requested_ = false;
-    lag_running_ = true;
-    uint64_t epoch = lag_epoch_;
-    lock.unlock();
-    auto deadline = Clock::now() + config_.lag_sample_interval;
-    auto r = source_->lag(deadline);
-    lock.lock();
-    lag_running_ = false;
-    lag_next_due_ = Clock::now() + config_.lag_sample_interval;
-    // A sample that finished past its budget was already abandoned by the
-    // pass: its value must not reach the gauge.
-    bool in_budget = Clock::now() <= deadline;
-    lag_value_ = (r && in_budget) ? *r : std::nullopt;
-    if (!r) log::warn("binding '{}': lag sample failed: {}", binding_->name(), r.error().describe());
-    lag_epoch_ = epoch + 1;
-    lag_cv_.notify_all();
-  }
 }
 
 Status ConnectorRuntime::run(std::stop_token stop) {
@@ -399,7 +372,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // Only progress resets the backoff: a pass whose every message failed
       // (database down) must not turn stall recovery into a rebuild loop.
       if (pass->acked + pass->dead_lettered > 0) backoff = config_.idle_backoff;
-      if (pass->received == 0) pause(stop, config_.idle_backoff);
+      if (pass->received == 0) (void)config_.clock->sleep_for(config_.idle_backoff, stop);
       continue;
     }
     const ConnectorError& e = pass.error();
@@ -409,7 +382,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       if (!recovered) {
         log::warn("binding '{}': recovery failed ({}); retrying in {} ms", binding_->name(),
                   recovered.error().describe(), backoff.count());
-        pause(stop, backoff);
+        (void)config_.clock->sleep_for(backoff, stop);
         backoff = std::min(backoff * 2, max_backoff);
         continue;
       }
@@ -429,13 +402,13 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // pause before pulling again, so rebuilds slow down instead of storming
       // the consumer group.
       if (e.summary.acked + e.summary.dead_lettered == 0) {
-        pause(stop, backoff);
+        (void)config_.clock->sleep_for(backoff, stop);
         backoff = std::min(backoff * 2, max_backoff);
       }
       continue;
     }
     log::warn("{}; retrying in {} ms", e.message, backoff.count());
-    pause(stop, backoff);
+    (void)config_.clock->sleep_for(backoff, stop);
     backoff = std::min(backoff * 2, max_backoff);
   }
   return {};

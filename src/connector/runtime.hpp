@@ -1,36 +1,43 @@
 // The connector runtime: one binding, one source, one loop (CON-5 … CON-14).
 //
-// A pass (`run_once`) checks for a stall, samples lag when due (budgeted),
-// receives a batch, dispatches each message under a `max_in_flight` permit
-// (map → derive the dedupe key → one durable engine transaction), then
-// settles the batch: acks exactly what harvest now durably owns (for Kafka
-// the contiguous completed prefix per partition), dead-letters poison,
-// leaves everything else unacked for the broker to redeliver, and checks for
-// a stall again. `run` repeats passes until stopped, answering a stall with
+// A pass (`run_once`) checks for a stall, samples lag when due (budgeted,
+// LagSampler), receives a batch and dispatches it by group commit:
+//   1. map: every message is mapped and its dedupe key derived on the
+//      dispatch pool, at most `max_in_flight` at once (in broker order with
+//      one). Undecodable and rejected messages get their verdict here.
+//   2. commit: the mapped messages, in batch order, go to the engine in
+//      groups of at most `max_in_flight`, one transaction per group
+//      (`Engine::start_batch_derived` / `signal_with_start_batch_derived`);
+//      each message gets the outcome a single start would have had, so one
+//      bad message never fails its neighbours.
+//   3. settle: acks exactly what harvest now durably owns (for Kafka the
+//      contiguous completed prefix per partition), dead-letters poison,
+//      leaves everything else unacked for the broker to redeliver, and checks
+//      for a stall again.
+// `run` repeats passes until stopped, answering a stall with
 // `EventSource::recover()`.
 //
 // Threads: `run`/`run_once` on the caller's thread (the consumer thread);
-// `max_in_flight` dispatch threads owned by the runtime; one lag-sampler
-// thread. Not reentrant: one consumer thread at a time.
+// `max_in_flight` mapping threads (DispatchPool); one lag-sampler thread.
+// Not reentrant: one consumer thread at a time. Times come from
+// `ConnectorRuntimeConfig::clock`.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <expected>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <semaphore>
 #include <stop_token>
-#include <thread>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "connector/binding.hpp"
 #include "connector/commit_tracker.hpp"
 #include "connector/dead_letter.hpp"
+#include "connector/dedupe_key.hpp"
+#include "connector/dispatch_pool.hpp"
 #include "connector/event_source.hpp"
+#include "connector/lag_sampler.hpp"
 #include "connector/strike_counter.hpp"
 #include "engine/engine.hpp"
 #include "metrics/recorder.hpp"
@@ -53,6 +60,9 @@ struct ConnectorRuntimeConfig {
   // counts as stalled. Default max(4 × max_in_flight, 32); 0 disables this
   // heuristic (a retried head on a positional source is still a stall).
   std::optional<size_t> stall_threshold;
+  // Steady time for lag budgets and back-off pauses; null means the process
+  // clock. Tests pass a ManualClock (MockSource reads the same clock).
+  std::shared_ptr<Clock> clock;
 };
 
 struct PassSummary {
@@ -78,10 +88,11 @@ struct ConnectorError {
 class ConnectorRuntime {
  public:
   // Keeps `binding`, `source` (shared with whoever else holds it) and a
-  // reference to `engine` (which must outlive the runtime). `mode` kAuto
-  // resolves to WorkflowId for a target with deferred admission, else
-  // BrokerCoordinates. The dead-letter sink starts as
-  // UnconfiguredDeadLetterSink: see with_dead_letter_sink.
+  // reference to `engine` (which must outlive the runtime). `mode` resolves
+  // as resolve_idempotency_mode (binding_rules.hpp) says; a binding that
+  // binding_refusals refuses throws ConfigError naming every refusal. The
+  // dead-letter sink starts as UnconfiguredDeadLetterSink: see
+  // with_dead_letter_sink.
   ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
                    std::shared_ptr<EventSource> source, engine::Engine& engine,
                    std::shared_ptr<metrics::MetricsRecorder> metrics,
@@ -112,12 +123,27 @@ class ConnectorRuntime {
     std::string reason;       // metric label: outcome, dead-letter or retry reason
     bool fast_retry = false;  // hand back now (poison path), not at the broker's pace
   };
-  Dispatched dispatch(const Message& m);
+  // One message between the map and the commit phase.
+  struct Mapped {
+    std::optional<Dispatched> verdict;  // decided by mapping (poison, rejected)
+    std::optional<DedupeKey> key;       // the dedupe key (CON-8)
+    MappedMessage message;
+    std::string ref;  // rendered coordinates, the start's source_ref
+    Clock::time_point started{};
+  };
+  Mapped map_one(const Message& m);
+  void commit_group(const std::vector<Message>& messages, std::vector<Mapped>& mapped,
+                    const std::vector<size_t>& group, std::vector<Dispatched>& results);
+  std::vector<Result<std::string>> commit_to_engine(std::vector<Mapped*>& group);
+  Dispatched settle_outcome(const Message& m, const Mapped& mapped,
+                            const Result<std::string>& outcome);
   Dispatched poison(const Message& m, const std::string& key, const std::string& reason,
                     const std::string& detail, int attempts);
-  void maybe_sample_lag();
-  void dispatch_loop(std::stop_token st);
-  void lag_loop(std::stop_token st);
+  void settle(const std::vector<Message>& messages,
+              const std::vector<std::optional<Ticket>>& tickets, std::vector<Dispatched>& results,
+              PassSummary& summary);
+  std::expected<PassSummary, ConnectorError> stalled(const Stall& s,
+                                                     const PassSummary& summary) const;
   metrics::Labels labels(std::string key, std::string value) const;
 
   std::shared_ptr<const SourceBinding> binding_;
@@ -130,25 +156,8 @@ class ConnectorRuntime {
   std::shared_ptr<DeadLetterSink> sink_;
   CommitTracker tracker_;
   StrikeCounter strikes_;
-
-  // Dispatch pool: max_in_flight threads; a permit is taken before each
-  // message is queued, so with one permit dispatch is strictly in batch order.
-  std::counting_semaphore<> permits_;
-  std::mutex queue_mu_;
-  std::condition_variable_any queue_cv_;
-  std::deque<std::function<void()>> queue_;
-  std::vector<std::jthread> dispatchers_;
-
-  // Lag sampling: one request at a time, on its own thread, so an
-  // over-budget sample can be abandoned without blocking the pass.
-  std::mutex lag_mu_;
-  std::condition_variable_any lag_cv_;
-  bool lag_requested_ = false;
-  bool lag_running_ = false;
-  uint64_t lag_epoch_ = 0;  // completed samples
-  std::optional<int64_t> lag_value_;
-  std::chrono::steady_clock::time_point lag_next_due_{};
-  std::jthread lag_thread_;
+  std::unique_ptr<DispatchPool> pool_;
+  std::unique_ptr<LagSampler> lag_;
 };
 
 }  // namespace harvest::connector

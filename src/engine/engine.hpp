@@ -1,10 +1,23 @@
 // The workflow engine's service: open the harvest database, start workflows,
 // stage signals, read executions, fire deferred starts, purge.
 //
+// The implementation is split by concern: engine.cpp (opening, shards,
+// routing), start.cpp (starts and their idempotency), admission.cpp
+// (throttle, debounce, batch), signal.cpp (signals, signal-with-start),
+// reads.cpp (executions, dead letters), retention.cpp (purge). Every
+// statement on executions, history, claims and signals goes through
+// ExecutionStore (execution_store.hpp).
+//
+// Group commit: `start_batch` and `signal_with_start_batch` commit N
+// requests in one transaction per shard with a constant number of round
+// trips, and give each request the outcome it would have had alone; the
+// single-request calls are the N = 1 case of the same code.
+//
 // `Engine` is thread-safe; every call borrows a pooled connection for its own
 // transaction. Expected failures are `Result` values: permanent errors are
-// the caller's (unknown workflow, bad input, reserved key), transient errors
-// (database down, pool exhausted) may succeed on retry.
+// the caller's (unknown workflow, bad input, reserved key, an identifier over
+// its limit), transient errors (database down, pool exhausted) may succeed on
+// retry.
 #pragma once
 
 #include <atomic>
@@ -14,6 +27,7 @@
 
 #include "common/error.hpp"
 #include "engine/types.hpp"
+#include "engine/work_signal.hpp"
 #include "engine/workflow.hpp"
 #include "store/migrations.hpp"
 #include "store/pool.hpp"
@@ -35,6 +49,18 @@ class DerivedKeyPass {
   friend class harvest::connector::DedupeKey;
   explicit DerivedKeyPass(std::string key) : key_(std::move(key)) {}
   std::string key_;
+};
+
+// A start on the connector's path: keyed by a derived `conn:` key, or (when
+// `key` is empty) deduplicated by its workflow_id alone.
+struct DerivedStart {
+  StartRequest request;
+  std::optional<DerivedKeyPass> key;
+};
+
+struct DerivedSignalWithStart {
+  SignalWithStartRequest request;
+  DerivedKeyPass key;
 };
 
 // The engine's own migration set ("engine").
@@ -74,6 +100,23 @@ class Engine {
   [[nodiscard]] Result<StartOutcome> start_derived(StartRequest request, const DerivedKeyPass& key);
   [[nodiscard]] Result<SignalWithStartOutcome> signal_with_start_derived(
       SignalWithStartRequest request, const DerivedKeyPass& key);
+
+  // Group commit (ENG-4..ENG-9 for N requests at once): one outcome per
+  // request, in order, each exactly what the request would get alone. The
+  // immediate starts of one shard commit in one transaction of one round
+  // trip; deferred-admission starts are admitted one by one. A request that
+  // is refused never fails the others; a transaction that fails transiently
+  // fails every request in it (nothing of it was written).
+  [[nodiscard]] std::vector<Result<StartOutcome>> start_batch(
+      const std::vector<StartRequest>& requests);
+  [[nodiscard]] std::vector<Result<StartOutcome>> start_batch_derived(
+      std::vector<DerivedStart> requests);
+  // Signals to entity runs of one or more shards, the signals of one run
+  // staged in request order.
+  [[nodiscard]] std::vector<Result<SignalWithStartOutcome>> signal_with_start_batch(
+      const std::vector<SignalWithStartRequest>& requests);
+  [[nodiscard]] std::vector<Result<SignalWithStartOutcome>> signal_with_start_batch_derived(
+      std::vector<DerivedSignalWithStart> requests);
 
   [[nodiscard]] Result<ExecutionView> get_execution(const std::string& execution_id);
   // Newest first; a filter value that matches nothing yields an empty page.
@@ -122,18 +165,33 @@ class Engine {
   // as the harvest.engine.queue_depth gauge.
   [[nodiscard]] Result<long long> queue_depth();
 
+  // Bumped whenever this process makes a run runnable; workers wait on it.
+  [[nodiscard]] WorkSignal& work_signal() { return work_; }
+  [[nodiscard]] std::vector<std::string> shard_urls() const;
+  // The metric label for a workflow name: the name when registered, else
+  // "unknown" (labels never grow with what callers send).
+  [[nodiscard]] std::string workflow_label(std::string_view workflow) const;
+
  private:
   struct Shard {
     std::string url;
     std::unique_ptr<store::Pool> pool;
   };
+  struct PreparedStart;
+  struct PreparedSignal;
   Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std::string> urls,
          DeploymentMode mode);
 
-  Result<StartOutcome> start_checked(const StartRequest& request);
-  Result<StartOutcome> start_on(store::Connection& conn, const StartRequest& request,
-                                bool own_transaction);
-  Result<SignalWithStartOutcome> signal_with_start_checked(const SignalWithStartRequest& request);
+  // start.cpp
+  [[nodiscard]] Result<PreparedStart> prepare_start(const StartRequest& request) const;
+  std::vector<Result<StartOutcome>> start_prepared(std::vector<Result<PreparedStart>> prepared);
+  void start_immediate_on(size_t shard, std::vector<PreparedStart*>& items,
+                          std::vector<Result<StartOutcome>*>& outcomes);
+  // signal.cpp
+  [[nodiscard]] Result<PreparedSignal> prepare_signal_with_start(
+      const SignalWithStartRequest& request) const;
+  std::vector<Result<SignalWithStartOutcome>> signal_with_start_prepared(
+      std::vector<Result<PreparedSignal>> prepared);
   void record_start(const std::string& workflow, const Result<StartOutcome>& r);
   // The shard holding `execution_id`, found by asking each in turn.
   Result<std::optional<size_t>> locate(const std::string& execution_id);
@@ -145,6 +203,7 @@ class Engine {
   std::vector<Shard> shards_;
   std::atomic<uint64_t> round_robin_{0};
   std::vector<store::PendingMigration> pending_at_open_;
+  WorkSignal work_;
 };
 
 }  // namespace harvest::engine

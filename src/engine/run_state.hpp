@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/engine.hpp"
+#include "engine/execution_store.hpp"
 
 namespace harvest::engine {
 
@@ -29,31 +30,17 @@ struct HistoryUnavailable {
   Error error;
 };
 
-struct RecordedOp {
-  std::string kind;
-  std::string name;
-  Json payload;
-};
-
 class RunState {
  public:
-  RunState(Engine& engine, std::string owner, std::chrono::milliseconds lease)
-      : engine_(engine), owner_(std::move(owner)), lease_(lease) {}
+  // Keeps a reference to `engine`; `run` is the claim (history included).
+  RunState(Engine& engine, size_t shard, ClaimedRun run)
+      : engine_(engine), shard_(shard), run_(std::move(run)) {}
 
   Engine& engine() { return engine_; }
-  store::Pool& pool() { return engine_.pool(shard); }
-  size_t shard = 0;
-  std::string execution_id;
-  std::optional<std::string> workflow_id;
-  std::string workflow_name;
-  int attempt = 1;
-  Json input;
-  long long signal_seq_seen = 0;
-  std::map<int, RecordedOp> ops;                    // op_seq -> recorded result
-  std::map<std::string, long long> last_signal_id;  // per signal name, consumed so far
+  [[nodiscard]] const ClaimedRun& run() const { return run_; }
+  [[nodiscard]] Fence fence() const { return Fence{run_.id, run_.lease}; }
+  [[nodiscard]] long long signal_seq_seen() const { return run_.signal_seq; }
 
-  // Loads recorded ops and the signal sequence for `execution_id`.
-  void load();
   // The recorded result at the next op position, checked to match `kind` and
   // `name` (a mismatch means the workflow code is not deterministic).
   const RecordedOp* next_recorded(const std::string& kind, const std::string& name);
@@ -64,14 +51,12 @@ class RunState {
   // The next staged signal named `name` after the last consumed one.
   std::optional<std::pair<long long, Json>> next_signal(const std::string& name);
 
-  const std::string& owner() const { return owner_; }
-  std::chrono::milliseconds lease() const { return lease_; }
-
  private:
   Engine& engine_;
-  std::string owner_;
-  std::chrono::milliseconds lease_;
+  size_t shard_;
+  ClaimedRun run_;
   int cursor_ = 0;
+  std::map<std::string, long long> last_signal_id_;  // per signal name, consumed so far
 };
 
 }  // namespace harvest::engine

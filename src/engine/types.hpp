@@ -171,6 +171,14 @@ struct EngineConfig {
   std::chrono::seconds start_idempotency_window{std::chrono::hours(24)};
   RetentionConfig retention;
   std::shared_ptr<metrics::MetricsRecorder> metrics;
+  // A stable name for this process, unique among the live ones (e.g. a pod
+  // name). With one, a restarted process takes its own runs back at once
+  // instead of waiting for their leases to lapse, and Kafka sources join
+  // with static membership. Default: $HARVEST_INSTANCE_ID; empty: none.
+  std::string instance_id;
+  // Whether starts NOTIFY workers of other processes (channel harvest_work)
+  // as they commit. In-process workers are woken either way. Default true.
+  bool notify_other_processes = true;
 };
 
 struct HistoryEvent {

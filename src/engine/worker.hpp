@@ -1,22 +1,37 @@
 // The worker pool: claims runnable executions under a lease and runs them
 // (ENG-3), and runs the engine's housekeeping (deferred starts, retention).
 //
+// Claims are batched: an idle run thread claims up to `claim_batch` runs in
+// one query (their history read in one more) into a local queue the run
+// threads drain, so a claim costs a fraction of a round trip per run. Idle
+// threads wait for work on the engine's WorkSignal — bumped at once by starts
+// and signals of this process, and by NOTIFY harvest_work from other
+// processes (a LISTEN thread per shard) — with `poll_interval` as the
+// fallback for timers falling due and lapsed leases.
+//
 // Threads: `concurrency` run threads, one heartbeat thread renewing the
-// leases of runs in progress, one maintenance thread firing deferred starts
-// and purging. All are owned (jthread) and joined by `stop()`/the destructor.
-// A run whose worker dies keeps its lease until it lapses; then any worker
-// claims and resumes it, replaying recorded operations.
+// leases of claimed runs (queued or in progress), one maintenance thread
+// firing deferred starts and purging, and the LISTEN threads. All are owned
+// (jthread) and joined by `stop()`/the destructor. A run whose worker dies
+// keeps its lease until it lapses; then any worker claims and resumes it,
+// replaying recorded operations — at once, for a worker of the same
+// `instance_id` (EngineConfig) restarted after a crash.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "engine/execution_store.hpp"
 
 namespace harvest::engine {
 
@@ -26,14 +41,20 @@ struct WorkerConfig {
   // How long a claimed run stays ours without renewal; a crashed worker's runs
   // are resumed elsewhere this long after its last renewal. Default 30 s.
   std::chrono::milliseconds lease{30000};
-  // Idle poll interval for new work from other processes. Default 100 ms.
+  // Fallback poll for work nothing announced (timers, lapsed leases).
+  // Default 100 ms.
   std::chrono::milliseconds poll_interval{100};
   // Cadence of firing deferred (throttled) starts. Default 100 ms.
   std::chrono::milliseconds admission_interval{100};
   // Cadence of the retention purge. Default 60 s.
   std::chrono::milliseconds purge_interval{60000};
-  // Lease owner name. Default: host:pid:random.
+  // Lease owner name. Default: "<instance_id>@<random>" when the engine has
+  // an instance id, else host:pid:random.
   std::string owner;
+  // Runs claimed per query. 0: twice `concurrency`. Default 0.
+  size_t claim_batch = 0;
+  // LISTEN for other processes' starts (NOTIFY harvest_work). Default true.
+  bool listen = true;
 };
 
 class Worker {
@@ -45,7 +66,8 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   void start();
-  // Stops claiming, waits for runs in progress to reach a durable point.
+  // Stops claiming, lets runs in progress reach a durable point and hands the
+  // claimed-but-unstarted ones back at once.
   void stop();
 
   // Claims and runs one runnable execution on the calling thread. Returns
@@ -57,31 +79,35 @@ class Worker {
   [[nodiscard]] const std::string& owner() const { return config_.owner; }
 
  private:
+  struct Claimed {
+    size_t shard;
+    ClaimedRun run;
+  };
   void run_loop(std::stop_token st);
   void heartbeat_loop(std::stop_token st);
   void maintenance_loop(std::stop_token st);
-  struct Claimed {
-    size_t shard;
-    // This claim's lease token (lease_owner): unique per claim, so two threads
-    // of one worker can never both pass the fence for one execution.
-    std::string lease;
-    std::string id, workflow_name;
-    std::optional<std::string> workflow_id;
-    Json input;
-    int attempt;
-    int max_attempts;
-  };
-  // Claims from the shards in turn, starting after the last one that had work.
-  Result<std::optional<Claimed>> claim();
-  Result<std::optional<Claimed>> claim_on(size_t shard);
-  void execute(const Claimed& c);
-  Status settle(const Claimed& c, const std::string& sql, const store::Params& params);
+  // Claims from the shards in turn, starting after the last one that had
+  // work, up to `limit` runs; they are registered for lease renewal.
+  Result<std::vector<Claimed>> claim(size_t limit);
+  // The next claimed run for a run thread, claiming a batch when the queue is
+  // empty; std::nullopt when there is no work (after waiting for some).
+  std::optional<Claimed> next(std::stop_token st);
+  void execute(Claimed c);
+  void forget(const std::string& lease);
+  // Hands back claimed runs that never started (on stop).
+  void release_queued();
 
   Engine& engine_;
   WorkerConfig config_;
+  std::optional<std::string> own_prefix_;  // "<instance_id>@"
   std::vector<std::jthread> threads_;
-  std::mutex active_mu_;
-  std::map<std::string, size_t> active_;  // lease token -> shard, for runs in progress
+  std::unique_ptr<WorkListener> listener_;
+
+  std::mutex mu_;  // guards queue_, claiming_, active_
+  std::condition_variable_any queue_cv_;
+  std::deque<Claimed> queue_;
+  bool claiming_ = false;
+  std::map<std::string, size_t> active_;  // lease token -> shard, claimed and not settled
   std::atomic<size_t> next_shard_{0};
   std::atomic<int> crashed_{0};
 };

@@ -18,7 +18,7 @@ namespace {
 std::atomic<uint64_t> instances{0};
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // How long one consume() call blocks. It bounds the poller's reaction time
 // to a stop request and to buffer space freeing up (resume), and keeps
@@ -187,14 +187,14 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
       if (const auto code = consumer_->unsubscribe(); code != RdKafka::ERR_NO_ERROR) {
         log::warn("{}: unsubscribe: {}", source_.log_name_, RdKafka::err2str(code));
       }
-      const auto deadline = Clock::now() + source_.config_.close_timeout();
+      const auto deadline = SteadyClock::now() + source_.config_.close_timeout();
       bool drained = false;
       do {
         std::unique_ptr<RdKafka::Message> dropped(consumer_->consume(kPollSliceMs));
         detail::TopicPartitions assigned;
         consumer_->assignment(assigned.get());
         drained = assigned.empty();
-      } while (!drained && Clock::now() < deadline);
+      } while (!drained && SteadyClock::now() < deadline);
       if (!drained) {
         log::warn(
             "{}: assignment not released within {} ms of unsubscribe; closing "
@@ -462,7 +462,8 @@ void KafkaSource::on_revoked(RdKafka::KafkaConsumer& consumer,
     if (auto r =
             detail::commit_offsets(consumer, config_.topic(), final_prefix, config_.sync_timeout());
         !r) {
-      log::warn("{}: final commit of revoked partitions failed: {}", log_name_, r.error().error().describe());
+      log::warn("{}: final commit of revoked partitions failed: {}", log_name_,
+                r.error().error().describe());
     }
   }
   std::lock_guard lock(mu_);
@@ -745,7 +746,7 @@ Status KafkaSource::ensure_lag_handle() {
   return {};
 }
 
-Result<std::optional<int64_t>> KafkaSource::lag(Clock::time_point deadline) {
+Result<std::optional<int64_t>> KafkaSource::lag(SteadyClock::time_point deadline) {
   const std::optional<int64_t> abandoned;
   std::unique_lock lag_lock(lag_mu_, deadline);
   if (!lag_lock.owns_lock()) return abandoned;
@@ -766,7 +767,7 @@ Result<std::optional<int64_t>> KafkaSource::lag(Clock::time_point deadline) {
   // degraded broker costs one sample its budget and no more.
   const auto left = [&] { return milliseconds(detail::remaining_ms(deadline)); };
   const auto give_up = [&](const detail::CallFailure& f) -> Result<std::optional<int64_t>> {
-    if (f.timed_out() || Clock::now() >= deadline) {
+    if (f.timed_out() || SteadyClock::now() >= deadline) {
       log::debug("{}: lag sample abandoned at its deadline: {}", log_name_, f.message);
       return abandoned;
     }
@@ -807,7 +808,7 @@ Result<std::optional<int64_t>> KafkaSource::lag(Clock::time_point deadline) {
     if (!lows) return give_up(lows.error());
     low = std::move(*lows);
   }
-  if (Clock::now() > deadline) return abandoned;
+  if (SteadyClock::now() > deadline) return abandoned;
 
   int64_t total = 0;
   for (int32_t p : *partitions) {

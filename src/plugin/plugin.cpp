@@ -7,32 +7,13 @@
 #include <set>
 
 #include "common/log.hpp"
+#include "connector/binding_rules.hpp"
 #include "connector/dead_letter.hpp"
 
 namespace harvest::plugin {
 
 using connector::BindingKind;
 using connector::IdempotencyMode;
-
-namespace {
-
-bool defers_admission(const engine::WorkflowRegistry& r, const std::string& workflow) {
-  const auto* def = r.find(workflow);
-  return def && def->options.defers_admission();
-}
-
-// The dedupe unit the binding will use (mirrors ConnectorRuntime's resolution).
-IdempotencyMode effective_mode(const connector::SourceBinding& b,
-                               const engine::WorkflowRegistry& r) {
-  if (b.kind() == BindingKind::kSignalsWithStart) return IdempotencyMode::kBrokerCoordinates;
-  if (b.requested_idempotency_mode() != IdempotencyMode::kAuto) {
-    return b.requested_idempotency_mode();
-  }
-  return defers_admission(r, b.workflow()) ? IdempotencyMode::kWorkflowId
-                                           : IdempotencyMode::kBrokerCoordinates;
-}
-
-}  // namespace
 
 ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
                                      const ValidationContext& ctx) {
@@ -51,53 +32,10 @@ ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
                       "namespace the dedupe keys and label the metrics)",
                       b.name()));
     }
-    if (!spec.source) {
-      refuse(fmt::format("binding '{}' has no source", b.name()));
-      continue;
+    for (auto& r : connector::binding_refusals(b, registry, spec.source.get())) {
+      refuse(std::move(r));
     }
-    if (!registry.find(b.workflow())) {
-      refuse(
-          fmt::format("binding '{}' targets workflow '{}', which is not registered: register "
-                      "it with .workflows(...) or fix the name",
-                      b.name(), b.workflow()));
-    }
-    if (!b.mapper()) {
-      refuse(
-          fmt::format("binding '{}' has no mapping function: add .map_json(...) or "
-                      ".map_raw(...)",
-                      b.name()));
-    }
-    if (b.max_in_flight() == 0) {
-      refuse(
-          fmt::format("binding '{}' has max_in_flight(0), which would never dispatch: use 1 "
-                      "or more (1 dispatches in broker order)",
-                      b.name()));
-    }
-    if (b.uses_broker_native_dead_letter() && !spec.source->dead_letter_destination()) {
-      refuse(fmt::format(
-          "binding '{}' uses broker_native_dead_letter() but its source reports no dead-letter "
-          "destination, so poison would be redelivered forever. Kafka has none; an SQS queue "
-          "needs a redrive policy (SqsSource::connect probes it; "
-          "SqsSourceConfig::has_redrive_policy(true) declares it). Or drop "
-          "broker_native_dead_letter() to use the harvest dead-letter table",
-          b.name()));
-    }
-    if (b.requested_idempotency_mode() == IdempotencyMode::kBrokerCoordinates &&
-        b.kind() == BindingKind::kStarts && defers_admission(registry, b.workflow())) {
-      refuse(fmt::format(
-          "binding '{}' forces idempotency_mode(BrokerCoordinates) on workflow '{}', which has a "
-          "deferred-admission policy (throttle, debounce or batch): a deferred start has no "
-          "execution id to return for a key. "
-          "Use idempotency_mode(WorkflowId), or leave the mode unset to fall back automatically",
-          b.name(), b.workflow()));
-    }
-    if (b.requested_idempotency_mode() == IdempotencyMode::kWorkflowId &&
-        b.kind() == BindingKind::kSignalsWithStart) {
-      refuse(
-          fmt::format("binding '{}' is signals_with_start, which always dedupes on broker "
-                      "coordinates: remove idempotency_mode(WorkflowId)",
-                      b.name()));
-    }
+    if (!spec.source) continue;
     std::string identity = spec.source->subscription_identity();
     if (auto [it, fresh] = by_subscription.try_emplace(identity, b.name()); !fresh) {
       refuse(fmt::format(
@@ -133,7 +71,7 @@ ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
     const auto& b = spec.binding;
     all_bindings.push_back("'" + b.name() + "'");
     if (!registry.find(b.workflow()) ||
-        effective_mode(b, registry) != IdempotencyMode::kBrokerCoordinates) {
+        connector::resolve_idempotency_mode(b, registry) != IdempotencyMode::kBrokerCoordinates) {
       continue;
     }
     if (b.kind() == BindingKind::kStarts && !ctx.start_window_explicit) {
@@ -268,7 +206,8 @@ void HarvestApp::start() {
     for (auto& rt : runtimes_) {
       consumers_.emplace_back([r = rt.get()](std::stop_token st) {
         if (auto s = r->run(st); !s) {
-          log::error("connector binding '{}' stopped: {}", r->binding().name(), s.error().describe());
+          log::error("connector binding '{}' stopped: {}", r->binding().name(),
+                     s.error().describe());
         }
       });
     }

@@ -1,7 +1,9 @@
 #include "store/pg.hpp"
 
 #include <fmt/format.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -59,6 +61,7 @@ Connection::~Connection() {
 }
 
 bool Connection::healthy() const {
+  // conn_ is null after a pipeline left the protocol in an unknown state.
   return conn_ && PQstatus(conn_) == CONNECTION_OK;
 }
 
@@ -77,6 +80,94 @@ Result<PgResult> Connection::exec(const std::string& sql, const Params& params) 
   auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
   return fail(classify_pg_error(r, conn_, "query failed"));
+}
+
+Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statement>& statements) {
+  if (statements.size() == 1) {
+    auto r = exec(statements.front().sql, statements.front().params);
+    if (!r) return fail(r.error());
+    return std::vector<PgResult>{std::move(*r)};
+  }
+  if (PQenterPipelineMode(conn_) != 1) {
+    return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
+  }
+  std::optional<Error> send_error;
+  for (const auto& st : statements) {
+    std::vector<const char*> values;
+    values.reserve(st.params.size());
+    for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
+    if (PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(values.size()), nullptr,
+                          values.data(), nullptr, nullptr, 0) != 1) {
+      send_error = classify_pg_error(nullptr, conn_, "sending a pipelined statement");
+      break;
+    }
+  }
+  if (!send_error && PQpipelineSync(conn_) != 1) {
+    send_error = classify_pg_error(nullptr, conn_, "syncing a pipeline");
+  }
+  std::vector<PgResult> out;
+  std::optional<Error> first_error = send_error;
+  if (!send_error) {
+    // Each statement yields its result then a NULL; the sync yields
+    // PGRES_PIPELINE_SYNC. Statements after a failure come back aborted.
+    for (size_t i = 0; i < statements.size(); ++i) {
+      PGresult* r = PQgetResult(conn_);
+      if (r == nullptr) {
+        first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
+        break;
+      }
+      PgResult result(r);
+      const auto status = PQresultStatus(r);
+      if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && !first_error) {
+        first_error = classify_pg_error(status == PGRES_PIPELINE_ABORTED ? nullptr : r, conn_,
+                                        "pipelined query failed");
+      }
+      out.push_back(std::move(result));
+      while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
+    }
+    // Drain to the sync point.
+    while (PGresult* r = PQgetResult(conn_)) {
+      const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+      PQclear(r);
+      if (sync) break;
+    }
+  }
+  if (PQexitPipelineMode(conn_) != 1) {
+    // Results left unread: this connection's protocol state is unknown, so
+    // it must not be reused (a borrowed one is the caller's to discard).
+    if (owned_) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+    }
+    return fail(
+        first_error.value_or(Error{ErrorKind::kTransient, "the database connection failed; retry",
+                                   "could not leave pipeline mode"}));
+  }
+  if (first_error) return fail(*first_error);
+  return out;
+}
+
+Result<bool> Connection::wait_notification(std::chrono::milliseconds timeout) {
+  auto drain = [&] {
+    bool any = false;
+    while (PGnotify* n = PQnotifies(conn_)) {
+      any = true;
+      PQfreemem(n);
+    }
+    return any;
+  };
+  if (!healthy()) return fail(classify_pg_error(nullptr, conn_, "waiting for a notification"));
+  if (drain()) return true;
+  pollfd pfd{PQsocket(conn_), POLLIN, 0};
+  const int ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+  if (ready < 0 && errno != EINTR) {
+    return fail(Error{ErrorKind::kTransient, "the database connection failed; retry",
+                      fmt::format("poll on the notification socket: {}", std::strerror(errno))});
+  }
+  if (ready > 0 && PQconsumeInput(conn_) != 1) {
+    return fail(classify_pg_error(nullptr, conn_, "reading notifications"));
+  }
+  return drain();
 }
 
 Status Connection::exec_script(const std::string& sql) {

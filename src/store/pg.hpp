@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,12 @@ namespace harvest::store {
 
 using Param = std::optional<std::string>;
 using Params = std::vector<Param>;
+
+// One statement of a pipeline.
+struct Statement {
+  std::string sql;
+  Params params;
+};
 
 // A query result. Rows/columns are addressed by index or column name.
 class PgResult {
@@ -55,6 +62,17 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   [[nodiscard]] Result<PgResult> exec(const std::string& sql, const Params& params = {});
+  // Sends `statements` in one round trip (libpq pipeline mode) and returns
+  // their results in order. Outside a transaction block they run as one
+  // implicit transaction, committed together at the end (or not at all):
+  // the first failure aborts the rest and is the error returned. Inside the
+  // caller's transaction they simply run in it.
+  [[nodiscard]] Result<std::vector<PgResult>> exec_pipeline(
+      const std::vector<Statement>& statements);
+  // Waits up to `timeout` for a notification on a channel this connection
+  // LISTENs to. true: at least one arrived (all pending ones are consumed).
+  // Errors: transient when the connection broke.
+  [[nodiscard]] Result<bool> wait_notification(std::chrono::milliseconds timeout);
   // Runs several statements without parameters (migrations).
   [[nodiscard]] Status exec_script(const std::string& sql);
   [[nodiscard]] bool healthy() const;

@@ -1,8 +1,10 @@
 // CON-7 (stall detection and recovery), CON-12, CON-14 (budgeted lag sampling).
 #include <gtest/gtest.h>
 
+#include <future>
 #include <thread>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "connector_fixture.hpp"
 
@@ -139,40 +141,49 @@ TEST_F(ConnectorTest, a_successful_lag_sample_sets_the_gauge) {
 }
 
 TEST_F(ConnectorTest, an_over_budget_lag_sample_is_abandoned_and_the_next_waits_a_full_interval) {
+  // Manual time: every decision below depends on the clock, not on how busy
+  // the machine is.
   log::LogCapture capture;
+  auto clock = std::make_shared<ManualClock>();
   ConnectorRuntimeConfig config;
   config.lag_sample_interval = 300ms;
+  config.clock = clock;
   auto source = std::make_shared<MockSource>("orders.placed");
-  source->fixed_lag(7).lag_delay(500ms);
+  source->fixed_lag(7).lag_delay(500ms).clock(clock);
   auto rt = runtime(order_binding(), source, config);
   source->push_kafka(0, 0, order_json("A"));
-  auto t0 = std::chrono::steady_clock::now();
-  auto s = rt->run_once();
-  auto pass_time = std::chrono::steady_clock::now() - t0;
+  const auto t0 = clock->now();
+
+  // The pass asks for a sample and waits its budget; the sample sleeps 500 ms.
+  auto pass = std::async(std::launch::async, [&] { return rt->run_once(); });
+  ASSERT_TRUE(clock->await_waiters(2)) << "the pass and the sampler wait on the clock";
+  clock->advance(300ms);
+  auto s = pass.get();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->received, 1u) << "receive continues after an abandoned sample";
-  EXPECT_LT(pass_time, 450ms) << "the pass waited only the budget";
+  EXPECT_EQ(clock->now() - t0, 300ms) << "the pass waited only the budget";
   EXPECT_TRUE(capture.contains({"lag sample exceeded its budget", "orders"}));
   EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), std::nullopt)
       << "gauge not updated";
-  // While the abandoned sample still runs and for a full interval after it
-  // completes (at ~500 ms), no new sample starts.
+
+  // While the abandoned sample still runs, no new sample starts.
   ASSERT_TRUE(rt->run_once());
   EXPECT_EQ(source->lag_calls(), 1);
-  std::this_thread::sleep_for(600ms - (std::chrono::steady_clock::now() - t0));
-  ASSERT_TRUE(rt->run_once());  // t ≈ 600 ms: completed at 500, next due at 800
+  // The sample completes at 500 ms; the next is due a full interval later.
+  clock->advance(200ms);
+  ASSERT_TRUE(eventually([&] { return clock->waiters() == 0; })) << "sample completed";
+  clock->advance(100ms);  // t = 600 ms
+  ASSERT_TRUE(rt->run_once());
   EXPECT_EQ(source->lag_calls(), 1) << "the interval counts from the sample's completion";
+  clock->advance(199ms);  // t = 799 ms
+  ASSERT_TRUE(rt->run_once());
+  EXPECT_EQ(source->lag_calls(), 1) << "not due before 800 ms";
   source->lag_delay(0ms);
-  ASSERT_TRUE(eventually(
-      [&] {
-        (void)rt->run_once();
-        return source->lag_calls() == 2;
-      },
-      2s));
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, 790ms);
-  ASSERT_TRUE(eventually([&] {
-    return metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}) == 7;
-  }));
+  clock->advance(1ms);  // t = 800 ms: due
+  ASSERT_TRUE(rt->run_once());
+  EXPECT_EQ(source->lag_calls(), 2);
+  EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), 7)
+      << "an in-budget sample reaches the gauge";
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 namespace harvest::kafka::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 TEST_F(KafkaConnectorTest, lag_sample_is_abandoned_within_its_budget_while_the_broker_is_frozen) {
   auto pid = broker_pid(broker_->bootstrap());
@@ -45,7 +45,7 @@ TEST_F(KafkaConnectorTest, lag_sample_is_abandoned_within_its_budget_while_the_b
 
   {
     FrozenBroker frozen(*pid);
-    const auto frozen_at = Clock::now();
+    const auto frozen_at = SteadyClock::now();
     // A sentinel no real sample can produce: an abandoned sample must not
     // overwrite it.
     metrics_->set_gauge(metrics::kConnectorLag, gauge, -1);
@@ -53,7 +53,7 @@ TEST_F(KafkaConnectorTest, lag_sample_is_abandoned_within_its_budget_while_the_b
     // completed, and is abandoned one budget later; a pass may add a poll.
     const bool abandoned = eventually(
         [&] { return capture.count_containing("lag sample exceeded its budget") > 0; }, 10s);
-    const auto took = Clock::now() - frozen_at;
+    const auto took = SteadyClock::now() - frozen_at;
     frozen.thaw();
     ASSERT_TRUE(abandoned) << "no over-budget sample was reported while the broker was frozen";
     EXPECT_LT(took, kBudget + kBudget + cfg.poll_timeout + 1500ms)

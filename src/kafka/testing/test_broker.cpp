@@ -15,7 +15,7 @@
 namespace harvest::kafka::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // What the delivery report of one produce() says.
 struct Delivery {
@@ -121,9 +121,9 @@ Status TestBroker::create_topic(const std::string& topic, int partitions,
 
   // Wait until this handle's metadata shows every partition with a leader,
   // so the first produce does not race the topic's propagation.
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   std::string last_error;
-  while (Clock::now() < deadline) {
+  while (SteadyClock::now() < deadline) {
     std::string err;
     std::unique_ptr<RdKafka::Topic> rkt(
         RdKafka::Topic::create(producer_.get(), topic, nullptr, err));
@@ -166,8 +166,8 @@ Result<int64_t> TestBroker::produce(const std::string& topic, const Record& reco
     delete headers;  // ownership passes to librdkafka only on success
     return fail(detail::to_error(code, "produce to " + topic));
   }
-  const auto deadline = Clock::now() + timeout;
-  while (!delivery.done && Clock::now() < deadline) {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (!delivery.done && SteadyClock::now() < deadline) {
     producer_->poll(std::max(1, std::min(100, detail::remaining_ms(deadline))));
   }
   if (!delivery.done) {
@@ -195,7 +195,7 @@ Result<std::map<int32_t, int64_t>> TestBroker::committed(const std::string& grou
   std::unique_ptr<RdKafka::KafkaConsumer> consumer(
       RdKafka::KafkaConsumer::create(conf.get(), errstr));
   if (!consumer) return fail(Error::config("TestBroker: creating a consumer: " + errstr));
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   auto partitions = detail::topic_partitions(
       *consumer, topic, std::chrono::milliseconds(detail::remaining_ms(deadline)));
   if (!partitions) {

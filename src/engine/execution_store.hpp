@@ -1,0 +1,208 @@
+// ExecutionStore: the one place that writes SQL for executions, their
+// history (events), start-idempotency claims, staged signals and the engine's
+// dead letters. The start path, the signal path, the worker and the workflow
+// context call it; nothing else in harvest names these tables.
+//
+// A store is a thin view over one borrowed connection (kept by reference for
+// the store's lifetime, which must not outlive it); it holds no other state.
+// Not thread-safe, like the connection. Every call is one round trip unless
+// it says otherwise. Errors are the connection's: transient when the
+// database is unreachable, permanent (kBadRequest/kConflict/kInternal) when it
+// refuses the data, never a SQLSTATE.
+//
+// Fencing. A worker owns a running execution through its claim's lease token
+// (`Fence`); every write of a run's history or outcome carries the fence and
+// takes effect only while `lease_owner = token AND status = 'running'`, so a
+// worker whose lease lapsed and was taken over can never write again.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/types.hpp"
+#include "store/pg.hpp"
+
+namespace harvest::engine {
+
+// One execution to create: the row, its WorkflowStarted event and (when
+// `idempotency_key` is set) its start-idempotency claim.
+struct NewExecution {
+  std::string id;  // a fresh uuid (becomes the execution id if this start creates it)
+  std::string workflow;
+  std::optional<std::string> workflow_id;
+  Json input;
+  std::optional<std::string> idempotency_key;
+  std::string source;
+  std::optional<std::string> source_ref;
+  int max_attempts = 3;
+};
+
+// What became of one start of a batch.
+struct StoredStart {
+  bool started = false;      // this start created `execution_id`
+  std::string execution_id;  // the created one, or the one it resolved to (replay)
+};
+
+// One signal-with-start of a batch (the entity pattern).
+struct NewEntitySignal {
+  NewExecution start;     // the run to create if the entity has none (workflow_id set)
+  bool startable = true;  // false: the start input is invalid, attach only
+  std::string signal;
+  Json payload;
+  std::optional<std::string> signal_key;
+};
+
+struct StoredEntitySignal {
+  std::string execution_id;
+  bool started = false;           // this call created the run
+  bool duplicate_signal = false;  // the signal's key was already staged
+  // The run is completed or failed and the signal is new: nothing was
+  // staged. (The caller decides: refuse, or start a new run.)
+  std::optional<std::string> closed_status;
+  bool missing = false;  // no run exists and none could be started (invalid input)
+};
+
+// A lease: the execution and this claim's token.
+struct Fence {
+  std::string execution_id;
+  std::string lease;
+};
+
+// A recorded durable operation of a run's history.
+struct RecordedOp {
+  std::string kind;
+  std::string name;
+  Json payload;
+};
+
+// A runnable execution claimed under a lease, with the history a run needs.
+struct ClaimedRun {
+  std::string id;
+  std::string lease;
+  std::string workflow_name;
+  std::optional<std::string> workflow_id;
+  Json input;
+  int attempt = 1;
+  int max_attempts = 3;
+  long long signal_seq = 0;
+  std::map<int, RecordedOp> ops;  // op_seq -> recorded result
+};
+
+// Rows of a listing page, before the engine merges shards.
+struct ListedExecution {
+  long long created_us = 0;
+  ExecutionSummary summary;
+};
+
+class ExecutionStore {
+ public:
+  explicit ExecutionStore(store::Connection& conn) : conn_(conn) {}
+
+  // ---- starts (execution_store_starts.cpp) ---------------------------------
+
+  // Group commit of immediate starts: all of `items` in one implicit
+  // transaction of one round trip. Per item, in order: a key already claimed
+  // (and not expired) resolves to its execution; else a workflow_id that
+  // names a run resolves to it (and the key, if any, now points there); else
+  // the execution is created. Duplicated keys within the batch resolve to the
+  // first item's outcome. The outer error is the batch's (nothing was
+  // written); an inner error belongs to its item alone. `window`: how long a
+  // key's claim lasts. `notify`: also NOTIFY harvest_work (kWorkChannel) in
+  // the same transaction, so other processes' workers wake as it commits.
+  [[nodiscard]] Result<std::vector<Result<StoredStart>>> start_batch(
+      std::span<const NewExecution> items, std::chrono::seconds window, bool notify);
+  // Inserts one execution with its WorkflowStarted event (no claim), inside
+  // whatever transaction the connection is in. std::nullopt: its workflow_id
+  // already names a run.
+  [[nodiscard]] Result<std::optional<std::string>> insert(const NewExecution& e);
+  [[nodiscard]] Result<std::optional<std::string>> find(const std::string& workflow,
+                                                        const std::string& workflow_id);
+  // Group commit of signal-with-starts, in one implicit transaction: starts
+  // the runs that do not exist, locks every target run, stages the signals in
+  // batch order (so `harvest_signals.id` order is batch order per run) and
+  // wakes runs that wait. Targets that are closed get nothing staged.
+  // `notify` as for start_batch.
+  [[nodiscard]] Result<std::vector<StoredEntitySignal>> signal_with_start_batch(
+      std::span<const NewEntitySignal> items, bool notify);
+
+  // ---- signals to existing runs (execution_store_starts.cpp) ---------------
+
+  struct LockedTarget {
+    std::string id;
+    std::string status;
+  };
+  // Locks the target run for the rest of the caller's transaction (signal
+  // writers serialise on it). std::nullopt when there is none.
+  [[nodiscard]] Result<std::optional<LockedTarget>> lock_target(const SignalTarget& target);
+  // Stages a signal for a locked run; false when its key was already staged.
+  // Wakes the run if it waits.
+  [[nodiscard]] Result<bool> stage_signal(const std::string& execution_id, const std::string& name,
+                                          const Json& payload,
+                                          const std::optional<std::string>& key);
+
+  // ---- runs: claims, history, outcomes (execution_store_runs.cpp) ----------
+
+  // Claims up to `limit` runnable executions of `workflows` (pending/waiting
+  // and due; then running ones whose lease lapsed; then running ones leased
+  // by a previous incarnation of this instance: lease owners starting with
+  // `own_prefix` that are not `owner`), with their recorded history. Each
+  // claim gets its own lease token, starting with `owner` + "/".
+  [[nodiscard]] Result<std::vector<ClaimedRun>> claim(const std::vector<std::string>& workflows,
+                                                      const std::string& owner,
+                                                      std::chrono::milliseconds lease, size_t limit,
+                                                      const std::optional<std::string>& own_prefix);
+  // Records the result of operation `op_seq`. kConflict: the lease is lost
+  // (taken over, or another holder wrote that position first).
+  [[nodiscard]] Status record_op(const Fence& fence, int op_seq, const RecordedOp& op);
+  // The next staged signal `name` after signal id `after`.
+  [[nodiscard]] Result<std::optional<std::pair<long long, Json>>> next_signal(
+      const std::string& execution_id, const std::string& name, long long after);
+  // Outcomes, each fenced; false when the fence no longer holds.
+  [[nodiscard]] Result<bool> complete(const Fence& fence, const Json& output);
+  [[nodiscard]] Result<bool> retry_later(const Fence& fence, const std::string& error,
+                                         std::chrono::milliseconds backoff, int attempt);
+  // Records the failure and puts the run in the engine's dead letters.
+  [[nodiscard]] Result<bool> fail_run(const Fence& fence, const std::string& error);
+  // Parks the run until `until_ms` (epoch ms), or at once if a signal was
+  // staged since `signal_seq_seen`.
+  [[nodiscard]] Result<bool> suspend(const Fence& fence, long long signal_seq_seen,
+                                     long long until_ms);
+  // Hands the run back to be retried after `delay` without spending an attempt.
+  [[nodiscard]] Result<bool> release(const Fence& fence, std::chrono::milliseconds delay);
+  // Extends the leases named by `tokens` (of running executions).
+  [[nodiscard]] Status renew_leases(const std::vector<std::string>& tokens,
+                                    std::chrono::milliseconds lease);
+
+  // ---- reads, dead letters, retention (execution_store_reads.cpp) ---------
+
+  [[nodiscard]] Result<bool> exists(const std::string& execution_id);
+  [[nodiscard]] Result<std::optional<ExecutionView>> get(const std::string& execution_id);
+  // Newest first, at most `limit` (+1 to tell whether more follow).
+  [[nodiscard]] Result<std::vector<ListedExecution>> list(
+      const ExecutionFilter& filter, const std::optional<std::string>& cursor_us,
+      const std::optional<std::string>& cursor_id, size_t limit);
+  [[nodiscard]] Result<long long> runnable_count();
+  [[nodiscard]] Result<std::vector<EngineDeadLetter>> dead_letters(size_t limit);
+  // Marks the dead letter replayed and makes the run pending again (in the
+  // caller's transaction). kNotFound / kConflict name what was wrong.
+  [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);
+  // Deletes terminal runs (with events, signals and dead letters) completed
+  // more than `age` ago: of `workflow`, or of every workflow not in `except`.
+  [[nodiscard]] Result<long long> purge_terminal(const std::optional<std::string>& workflow,
+                                                 const std::vector<std::string>& except,
+                                                 std::chrono::seconds age);
+  [[nodiscard]] Result<long long> purge_expired_claims();
+
+ private:
+  // `{...}` SQL array literal of text values (quoted and escaped).
+  static std::string text_array(const std::vector<std::string>& values);
+
+  store::Connection& conn_;
+};
+
+}  // namespace harvest::engine

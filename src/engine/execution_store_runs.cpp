@@ -1,0 +1,215 @@
+// ExecutionStore: what workers do to runs — claim them under a lease, read
+// and extend their history, and record their outcome, every write fenced on
+// the claim's lease token.
+#include <fmt/format.h>
+
+#include "common/ids.hpp"
+#include "engine/execution_store.hpp"
+
+namespace harvest::engine {
+
+namespace {
+
+// The fence every write of a run carries ($1 = execution id, $2 = lease token).
+constexpr const char* kFence = "id = $1 AND lease_owner = $2 AND status = 'running'";
+
+std::string ms(std::chrono::milliseconds d) {
+  return std::to_string(d.count());
+}
+
+// Claims up to $4 executions matching {where}, each with its own lease token
+// ($1/<n>), walking the partial index the condition names.
+constexpr const char* kClaim =
+    "WITH c AS (SELECT id FROM harvest_workflow_executions "
+    "  WHERE workflow_name = ANY($3::text[]) AND {where} LIMIT $4 FOR UPDATE SKIP LOCKED), "
+    "n AS (SELECT id, row_number() OVER () AS n FROM c) "
+    "UPDATE harvest_workflow_executions e SET status = 'running', "
+    "  lease_owner = $1 || '/' || n.n, "
+    "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "
+    "FROM n WHERE e.id = n.id "
+    "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
+    "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq";
+
+}  // namespace
+
+Result<std::vector<ClaimedRun>> ExecutionStore::claim(
+    const std::vector<std::string>& workflows, const std::string& owner,
+    std::chrono::milliseconds lease, size_t limit, const std::optional<std::string>& own_prefix) {
+  std::vector<ClaimedRun> out;
+  // Tokens "<owner>/<claim>.<kind>/<n>": unique per claim, so two threads of
+  // one worker can never both pass the fence for one execution.
+  const std::string lease_prefix = owner + "/" + new_uuid().substr(0, 13);
+  const std::string names = text_array(workflows);
+  // Runnable work first; then runs whose worker's lease lapsed; then, for a
+  // process with a stable instance id, runs a previous incarnation of it was
+  // running when it died (their lease has not lapsed, but their owner is
+  // gone: nobody else will ever renew it).
+  std::vector<std::pair<std::string, store::Params>> kinds = {
+      {"status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", {}},
+      {"status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", {}}};
+  if (own_prefix) {
+    kinds.push_back(
+        {"status = 'running' AND starts_with(lease_owner, $5) AND NOT "
+         "starts_with(lease_owner, $6) ORDER BY lease_expires_at",
+         {*own_prefix, owner + "/"}});
+  }
+  for (size_t k = 0; k < kinds.size() && out.size() < limit; ++k) {
+    const size_t want = limit - out.size();
+    store::Params params{lease_prefix + "." + std::to_string(k), ms(lease), names,
+                         std::to_string(want)};
+    for (auto& p : kinds[k].second) params.push_back(p);
+    auto r = conn_.exec(fmt::format(kClaim, fmt::arg("where", kinds[k].first)), params);
+    if (!r) {
+      if (out.empty()) return fail(r.error());
+      break;  // keep what was claimed; their leases are ours either way
+    }
+    for (int i = 0; i < r->rows(); ++i) {
+      ClaimedRun c;
+      c.id = r->get(i, "id");
+      c.lease = r->get(i, "lease_owner");
+      c.workflow_name = r->get(i, "workflow_name");
+      c.workflow_id = r->get_opt(i, "workflow_id");
+      c.input = Json::parse(r->get(i, "input"));
+      c.attempt = static_cast<int>(r->get_int(i, "attempt"));
+      c.max_attempts = static_cast<int>(r->get_int(i, "max_attempts"));
+      c.signal_seq = r->get_int(i, "signal_seq");
+      out.push_back(std::move(c));
+    }
+  }
+  if (out.empty()) return out;
+  // History in a statement of its own, so it is read after the claims
+  // committed: a previous holder can write nothing after that.
+  std::vector<std::string> ids;
+  for (const auto& c : out) ids.push_back(c.id);
+  auto ev = conn_.exec(
+      "SELECT execution_id::text AS execution_id, op_seq, kind, name, payload::text AS payload "
+      "FROM harvest_workflow_events WHERE execution_id = ANY($1::uuid[]) AND op_seq IS NOT NULL "
+      "ORDER BY execution_id, op_seq",
+      {text_array(ids)});
+  if (!ev) return fail(ev.error());  // the leases lapse and the runs are claimed again
+  std::map<std::string, ClaimedRun*> by_id;
+  for (auto& c : out) by_id[c.id] = &c;
+  for (int i = 0; i < ev->rows(); ++i) {
+    ClaimedRun* c = by_id.at(ev->get(i, "execution_id"));
+    c->ops[static_cast<int>(ev->get_int(i, "op_seq"))] =
+        RecordedOp{ev->get(i, "kind"), ev->get_opt(i, "name").value_or(""),
+                   Json::parse(ev->get_opt(i, "payload").value_or("null"))};
+  }
+  return out;
+}
+
+Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedOp& op) {
+  // FOR SHARE holds off a takeover (an UPDATE of the row) until this commits,
+  // and re-reads the row if one committed first: no row, no event.
+  auto r = conn_.exec(fmt::format("WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} "
+                                  "FOR SHARE) "
+                                  "INSERT INTO harvest_workflow_events "
+                                  "(execution_id, op_seq, kind, name, payload) "
+                                  "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
+                                  kFence),
+                      {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
+                       op.payload.dump()});
+  if (!r) return fail(r.error());  // kConflict: another holder wrote this position
+  if (r->empty()) return fail(Error::conflict("the run's lease is held by another worker"));
+  return {};
+}
+
+Result<std::optional<std::pair<long long, Json>>> ExecutionStore::next_signal(
+    const std::string& execution_id, const std::string& name, long long after) {
+  auto r = conn_.exec(
+      "SELECT id, payload::text AS payload FROM harvest_signals "
+      "WHERE execution_id = $1 AND name = $2 AND id > $3 ORDER BY id LIMIT 1",
+      {execution_id, name, std::to_string(after)});
+  if (!r) return fail(r.error());
+  if (r->empty()) return std::optional<std::pair<long long, Json>>{};
+  return std::optional<std::pair<long long, Json>>{
+      std::make_pair(r->get_int(0, "id"), Json::parse(r->get(0, "payload")))};
+}
+
+Result<bool> ExecutionStore::complete(const Fence& fence, const Json& output) {
+  auto r = conn_.exec(
+      fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
+                  "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
+                  "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
+                  "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                  "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
+                  kFence),
+      {fence.execution_id, fence.lease, output.dump()});
+  if (!r) return fail(r.error());
+  return !r->empty();
+}
+
+Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& error,
+                                         std::chrono::milliseconds backoff, int attempt) {
+  auto r = conn_.exec(
+      fmt::format("WITH retry AS (UPDATE harvest_workflow_executions SET status = 'pending', "
+                  "attempt = attempt + 1, error = $3, lease_owner = NULL, "
+                  "lease_expires_at = NULL, run_after = now() + $4 * interval '1 millisecond', "
+                  "updated_at = now() WHERE {} RETURNING id) "
+                  "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                  "SELECT id, 'AttemptFailed', jsonb_build_object('attempt', $5::int, "
+                  "'error', $3::text) FROM retry RETURNING execution_id",
+                  kFence),
+      {fence.execution_id, fence.lease, error, ms(backoff), std::to_string(attempt)});
+  if (!r) return fail(r.error());
+  return !r->empty();
+}
+
+Result<bool> ExecutionStore::fail_run(const Fence& fence, const std::string& error) {
+  auto r = conn_.exec(
+      fmt::format("WITH failed AS (UPDATE harvest_workflow_executions SET status = 'failed', "
+                  "error = $3, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
+                  "updated_at = now() WHERE {} RETURNING id, workflow_name, workflow_id, attempt), "
+                  "event AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                  "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text) FROM failed) "
+                  // ENG-14: the run lands in the engine's dead letters.
+                  "INSERT INTO harvest_engine_dead_letters "
+                  "(execution_id, workflow_name, workflow_id, error, attempts) "
+                  "SELECT id, workflow_name, workflow_id, $3, attempt FROM failed "
+                  "ON CONFLICT (execution_id) DO UPDATE SET error = EXCLUDED.error, "
+                  "attempts = EXCLUDED.attempts, failed_at = now(), replayed_at = NULL "
+                  "RETURNING execution_id",
+                  kFence),
+      {fence.execution_id, fence.lease, error});
+  if (!r) return fail(r.error());
+  return !r->empty();
+}
+
+Result<bool> ExecutionStore::suspend(const Fence& fence, long long signal_seq_seen,
+                                     long long until_ms) {
+  // A signal staged after the run read its history bumped signal_seq: stay
+  // runnable instead of sleeping through it.
+  auto r = conn_.exec(
+      fmt::format("UPDATE harvest_workflow_executions SET status = 'waiting', lease_owner = NULL, "
+                  "lease_expires_at = NULL, updated_at = now(), run_after = CASE WHEN "
+                  "signal_seq > $3 THEN now() ELSE to_timestamp($4::double precision / 1000) END "
+                  "WHERE {} RETURNING id",
+                  kFence),
+      {fence.execution_id, fence.lease, std::to_string(signal_seq_seen), std::to_string(until_ms)});
+  if (!r) return fail(r.error());
+  return !r->empty();
+}
+
+Result<bool> ExecutionStore::release(const Fence& fence, std::chrono::milliseconds delay) {
+  auto r = conn_.exec(
+      fmt::format("UPDATE harvest_workflow_executions SET status = 'pending', lease_owner = NULL, "
+                  "lease_expires_at = NULL, run_after = now() + $3 * interval '1 millisecond' "
+                  "WHERE {} RETURNING id",
+                  kFence),
+      {fence.execution_id, fence.lease, ms(delay)});
+  if (!r) return fail(r.error());
+  return !r->empty();
+}
+
+Status ExecutionStore::renew_leases(const std::vector<std::string>& tokens,
+                                    std::chrono::milliseconds lease) {
+  if (tokens.empty()) return {};
+  auto r = conn_.exec(
+      "UPDATE harvest_workflow_executions SET lease_expires_at = now() + $2 * interval "
+      "'1 millisecond' WHERE lease_owner = ANY($1::text[]) AND status = 'running'",
+      {text_array(tokens), ms(lease)});
+  if (!r) return fail(r.error());
+  return {};
+}
+
+}  // namespace harvest::engine

@@ -1,0 +1,31 @@
+#include "engine/identifiers.hpp"
+
+#include <fmt/format.h>
+
+#include "common/ids.hpp"
+
+namespace harvest::engine {
+
+Status check_identifier(std::string_view field, std::string_view value, size_t max) {
+  if (value.empty()) return fail(Error::bad_request(fmt::format("{} must not be empty", field)));
+  if (value.size() > max) {
+    return fail(Error::bad_request(
+        fmt::format("{} is {} bytes long; the limit is {} bytes", field, value.size(), max)));
+  }
+  if (auto nul = value.find('\0'); nul != std::string_view::npos) {
+    return fail(Error::bad_request(fmt::format(
+        "{} contains a NUL byte at offset {}; identifiers cannot contain NUL", field, nul)));
+  }
+  if (!is_valid_utf8(value)) {
+    return fail(Error::bad_request(fmt::format("{} is not valid UTF-8", field)));
+  }
+  return {};
+}
+
+Status check_identifier_if_set(std::string_view field, const std::optional<std::string>& value,
+                               size_t max) {
+  if (!value) return {};
+  return check_identifier(field, *value, max);
+}
+
+}  // namespace harvest::engine
