@@ -17,21 +17,15 @@ as_pg() {
   if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-# free_port <preferred>: the preferred TCP port if free, else a free one.
+# free_port <preferred>: the preferred TCP port if nothing listens on it (and
+# on the next one, which the Kafka controller takes), else the first such
+# port above it. Pure bash: a refused connect means free.
 free_port() {
-  python3 - "$1" <<'PY'
-import socket, sys
-p = int(sys.argv[1])
-for cand in [p, 0]:
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", cand))
-        print(s.getsockname()[1]); break
-    except OSError:
-        pass
-    finally:
-        s.close()
-PY
+  local p="$1"
+  while (: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null || (: <"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; do
+    p=$((p + 2))
+  done
+  echo "$p"
 }
 
 # start_pg <dir> <port>: initdb (if needed) and start a cluster on 127.0.0.1.

@@ -10,7 +10,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev
   prometheus-cpp-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  kcat
+  kcat curl
 )
 # The Kafka and SQS test servers are Java programs fetched with Maven.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/views.hpp"
+#include "common/strings.hpp"
 #include "engine/engine.hpp"
 #include "plugin/migrations.hpp"
 #include "store/migrations.hpp"
@@ -28,20 +29,6 @@ std::string resolve_url(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (auto v = env("HARVEST_HARVEST_DATABASE_URL"); !v.empty()) return v;
   return env("HARVEST_DATABASE_URL");
-}
-
-std::vector<std::string> split_urls(const std::string& list) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = std::min(list.find(',', pos), list.size());
-    std::string u = list.substr(pos, comma - pos);
-    u.erase(0, u.find_first_not_of(" \t"));
-    u.erase(u.find_last_not_of(" \t") + 1);
-    if (!u.empty()) out.push_back(std::move(u));
-    pos = comma + 1;
-  }
-  return out;
 }
 
 // Prints rows under a header, each column as wide as its widest cell.
@@ -351,7 +338,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
 
   Target target{resolve_url(url_flag),
-                split_urls(shard_flag.empty() ? env("HARVEST_SHARD_URLS") : shard_flag)};
+                split_list(shard_flag.empty() ? env("HARVEST_SHARD_URLS") : shard_flag)};
   const bool dev = env("HARVEST_PROFILE") == "dev";
   if (target.url.empty() && target.shard_urls.empty() && !(dev && !migrate_cmd->parsed())) {
     err << "error: no database: pass --database-url or set HARVEST_DATABASE_URL\n";

@@ -10,9 +10,17 @@
 #include <thread>
 
 #include "common/log.hpp"
+#include "common/strings.hpp"
 #include "kafka/broker_calls.hpp"
+#include "kafka/librdkafka_glue.hpp"
 
 namespace harvest::kafka {
+
+using detail::log_librdkafka;
+using detail::make_conf;
+using detail::partition_ids;
+using detail::set_callback;
+using detail::to_message;
 namespace {
 
 std::atomic<uint64_t> instances{0};
@@ -24,96 +32,6 @@ using SteadyClock = std::chrono::steady_clock;
 // to a stop request and to buffer space freeing up (resume), and keeps
 // librdkafka polled far more often than any max.poll.interval.ms.
 constexpr int kPollSliceMs = 100;
-// Cap on error events drained from the lag handle per sample.
-constexpr int kMaxLagEventsDrained = 1000;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-void log_librdkafka(const RdKafka::Event& event, const std::string& who) {
-  switch (event.type()) {
-    case RdKafka::Event::EVENT_LOG: {
-      const auto sev = event.severity();
-      if (sev <= RdKafka::Event::EVENT_SEVERITY_ERROR) {
-        log::error("librdkafka {} {}: {}", who, event.fac(), event.str());
-      } else if (sev == RdKafka::Event::EVENT_SEVERITY_WARNING) {
-        log::warn("librdkafka {} {}: {}", who, event.fac(), event.str());
-      } else if (sev <= RdKafka::Event::EVENT_SEVERITY_INFO) {
-        log::info("librdkafka {} {}: {}", who, event.fac(), event.str());
-      } else {
-        log::debug("librdkafka {} {}: {}", who, event.fac(), event.str());
-      }
-      break;
-    }
-    case RdKafka::Event::EVENT_ERROR:
-      log::warn("librdkafka {}: {}: {}", who, RdKafka::err2str(event.err()), event.str());
-      break;
-    default:
-      break;
-  }
-}
-
-// Routes the lag handle's librdkafka logs and errors to the harvest log.
-// Stateless and static, because librdkafka may log from its own threads
-// until the handle is fully destroyed.
-class LagHandleEvents final : public RdKafka::EventCb {
- public:
-  void event_cb(RdKafka::Event& event) override { log_librdkafka(event, "lag handle"); }
-};
-LagHandleEvents lag_handle_events;
-
-Result<std::unique_ptr<RdKafka::Conf>> make_conf(
-    const std::map<std::string, std::string>& properties, const std::string& who) {
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  std::string errstr;
-  for (const auto& [key, value] : properties) {
-    // The value is left out of the message: it may be a credential.
-    if (conf->set(key, value, errstr) != RdKafka::Conf::CONF_OK) {
-      return fail(Error::config(
-          fmt::format("{}: librdkafka rejected property '{}': {}", who, key, errstr)));
-    }
-  }
-  return conf;
-}
-
-template <typename T>
-Status set_callback(RdKafka::Conf& conf, const char* name, T* cb) {
-  std::string errstr;
-  if (conf.set(name, cb, errstr) != RdKafka::Conf::CONF_OK) {
-    return fail(Error::internal(fmt::format("setting librdkafka {}: {}", name, errstr)));
-  }
-  return {};
-}
-
-connector::Message to_message(RdKafka::Message& m, const std::string& topic) {
-  connector::Message out;
-  out.coordinates = connector::KafkaCoordinates{topic, m.partition(), m.offset()};
-  if (m.key_pointer() != nullptr) {
-    out.key.emplace(static_cast<const char*>(m.key_pointer()), m.key_len());
-  }
-  if (RdKafka::Headers* headers = m.headers(); headers != nullptr) {
-    for (const auto& h : headers->get_all()) {
-      out.headers.emplace_back(
-          h.key(), h.value() != nullptr
-                       ? std::string(static_cast<const char*>(h.value()), h.value_size())
-                       : std::string());
-    }
-  }
-  if (m.payload() != nullptr) out.payload.assign(static_cast<const char*>(m.payload()), m.len());
-  return out;
-}
-
-std::vector<int32_t> partition_ids(const std::vector<RdKafka::TopicPartition*>& tps,
-                                   const std::string& topic) {
-  std::vector<int32_t> out;
-  for (const auto* tp : tps) {
-    if (tp->topic() == topic) out.push_back(tp->partition());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -363,6 +281,10 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
   std::jthread poller_;
 };
 
+RdKafka::KafkaConsumer& KafkaSource::session_consumer() {
+  return session_->consumer();
+}
+
 Result<std::shared_ptr<KafkaSource>> KafkaSource::connect(const KafkaSourceConfig& config) {
   if (config.topic().empty()) {
     return fail(Error::config("KafkaSourceConfig: topic must not be empty"));
@@ -376,7 +298,7 @@ Result<std::shared_ptr<KafkaSource>> KafkaSource::connect(const KafkaSourceConfi
   auto source = std::make_shared<KafkaSource>(Passkey{}, config);
   for (const auto& [key, value] : config.properties()) {
     if ((key == "enable.auto.commit" || key == "enable.auto.offset.store") &&
-        lower(value) != "false") {
+        ascii_lower(value) != "false") {
       log::warn(
           "{}: ignoring {}={}: harvest commits an offset only after the "
           "runtime acks the message, so it is forced to false",
@@ -565,122 +487,6 @@ void KafkaSource::rebuild_after_fatal() {
   // The next receive creates and starts a fresh consumer (ensure_session).
 }
 
-void KafkaSource::commit_pending_floors() {
-  std::set<int32_t> pending;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [p, anchor] : anchors_.all()) {
-      if (owned_.contains(p) && !floors_committed_.contains(p)) pending.insert(p);
-    }
-  }
-  if (pending.empty()) return;
-  auto settled = commit_anchors(pending);
-  if (!settled) {
-    log::warn(
-        "{}: eager commit of the latest floor for partitions {} failed ({}); "
-        "retrying on the next receive",
-        log_name_, pending, settled.error().describe());
-    return;
-  }
-  std::lock_guard lock(mu_);
-  floors_committed_.insert(settled->begin(), settled->end());
-}
-
-Result<std::set<int32_t>> KafkaSource::commit_anchors(const std::set<int32_t>& partitions) {
-  std::map<int32_t, int64_t> anchors;
-  std::map<int32_t, uint64_t> generations;
-  {
-    std::lock_guard lock(mu_);
-    for (int32_t p : partitions) {
-      auto owned = owned_.find(p);
-      auto anchor = anchors_.anchor(p);
-      if (owned == owned_.end() || !anchor) continue;
-      anchors[p] = *anchor;
-      generations[p] = owned->second.generation;
-    }
-  }
-  std::set<int32_t> settled;
-  if (anchors.empty()) return settled;  // nothing owned: speak for nothing
-
-  auto& consumer = session_->consumer();
-  std::vector<int32_t> ids;
-  std::set<int32_t> owned;
-  for (const auto& [p, anchor] : anchors) {
-    ids.push_back(p);
-    owned.insert(p);
-  }
-  auto committed =
-      detail::committed_offsets(consumer, config_.topic(), ids, config_.sync_timeout());
-  if (!committed) return fail(committed.error().error());
-  auto to_commit = select_anchor_commits(anchors, owned, *committed);
-  for (int32_t p : ids) {
-    if (!to_commit.contains(p)) settled.insert(p);  // the group is already at or past it
-  }
-  if (to_commit.empty()) return settled;
-
-  std::lock_guard commit_lock(commit_mu_);
-  {
-    // Re-check under commit_mu_: a revocation since the snapshot means the
-    // partition is no longer ours to speak for.
-    std::lock_guard lock(mu_);
-    std::erase_if(to_commit, [&](const auto& entry) {
-      auto it = owned_.find(entry.first);
-      return it == owned_.end() || it->second.generation != generations[entry.first];
-    });
-  }
-  if (to_commit.empty()) return settled;
-  if (auto r = detail::commit_offsets(consumer, config_.topic(), to_commit, config_.sync_timeout());
-      !r) {
-    return fail(r.error().error());
-  }
-  log::info("{}: committed anchors {}", log_name_, to_commit);
-  for (const auto& [p, offset] : to_commit) settled.insert(p);
-  return settled;
-}
-
-Status KafkaSource::ack(const std::vector<connector::Message>& messages) {
-  for (const auto& m : messages) {
-    const auto* c = std::get_if<connector::KafkaCoordinates>(&m.coordinates);
-    if (c == nullptr || c->topic != config_.topic()) {
-      return fail(Error::bad_request(fmt::format("{}: ack of a message that is not from topic '{}'",
-                                                 log_name_, config_.topic())));
-    }
-  }
-  std::map<int32_t, int64_t> next_offsets;
-  std::vector<std::string> dropped;
-  std::lock_guard commit_lock(commit_mu_);
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& m : messages) {
-      const auto& c = std::get<connector::KafkaCoordinates>(m.coordinates);
-      auto owned = owned_.find(c.partition);
-      if (owned == owned_.end() || owned->second.generation != m.generation) {
-        dropped.push_back(fmt::format("{}@{}", c.partition, c.offset));
-        continue;
-      }
-      auto [it, inserted] = next_offsets.try_emplace(c.partition, c.offset + 1);
-      if (!inserted) it->second = std::max(it->second, c.offset + 1);
-    }
-    for (const auto& [p, next] : next_offsets) {
-      owned_[p].acked_next = next;
-      anchors_.raise(p, next);
-    }
-  }
-  if (!dropped.empty()) {
-    log::info(
-        "{}: dropped acks for {} (partition revoked or reassigned since the "
-        "message was read; its next owner redelivers it)",
-        log_name_, dropped);
-  }
-  if (next_offsets.empty() || !session_) return {};
-  detail::TopicPartitions offsets(config_.topic(), next_offsets);
-  if (const auto code = session_->consumer().commitAsync(offsets.get());
-      code != RdKafka::ERR_NO_ERROR) {
-    return fail(detail::to_error(code, log_name_ + ": offset commit"));
-  }
-  return {};
-}
-
 Result<bool> KafkaSource::recover() {
   {
     std::lock_guard lock(mu_);
@@ -723,107 +529,6 @@ Result<bool> KafkaSource::recover() {
   if (auto started = ensure_session(); !started) return fail(started.error());
   log::info("{}: consumer rebuilt; resuming from the group's committed offsets", log_name_);
   return true;
-}
-
-Status KafkaSource::ensure_lag_handle() {
-  if (lag_handle_) return {};
-  auto properties = properties_;
-  // Never a group member: it only reads offsets. A static member id would
-  // make the broker confuse it with the real consumer.
-  properties.erase("group.instance.id");
-  auto client = properties.find("client.id");
-  properties["client.id"] = (client == properties.end() ? "harvest" : client->second) + "-lag";
-  auto conf = make_conf(properties, log_name_ + " (lag handle)");
-  if (!conf) return fail(conf.error());
-  if (auto s = set_callback<RdKafka::EventCb>(**conf, "event_cb", &lag_handle_events); !s) {
-    return s;
-  }
-  std::string errstr;
-  lag_handle_.reset(RdKafka::KafkaConsumer::create(conf->get(), errstr));
-  if (!lag_handle_) {
-    return fail(Error::config(fmt::format("{}: creating the lag handle: {}", log_name_, errstr)));
-  }
-  return {};
-}
-
-Result<std::optional<int64_t>> KafkaSource::lag(SteadyClock::time_point deadline) {
-  const std::optional<int64_t> abandoned;
-  std::unique_lock lag_lock(lag_mu_, deadline);
-  if (!lag_lock.owns_lock()) return abandoned;
-  {
-    std::lock_guard lock(mu_);
-    if (closed_) return fail(Error::internal(log_name_ + " is closed"));
-  }
-  if (auto s = ensure_lag_handle(); !s) return fail(s.error());
-  auto& handle = *lag_handle_;
-  // The handle is never polled otherwise; serve the error events queued on
-  // it since the last sample so they do not accumulate.
-  for (int i = 0; i < kMaxLagEventsDrained; ++i) {
-    std::unique_ptr<RdKafka::Message> m(handle.consume(0));
-    if (m->err() == RdKafka::ERR__TIMED_OUT) break;
-  }
-
-  // Each broker call gets what is left of the overall deadline (KAF-5), so a
-  // degraded broker costs one sample its budget and no more.
-  const auto left = [&] { return milliseconds(detail::remaining_ms(deadline)); };
-  const auto give_up = [&](const detail::CallFailure& f) -> Result<std::optional<int64_t>> {
-    if (f.timed_out() || SteadyClock::now() >= deadline) {
-      log::debug("{}: lag sample abandoned at its deadline: {}", log_name_, f.message);
-      return abandoned;
-    }
-    return fail(f.error());
-  };
-
-  if (left().count() == 0) return abandoned;
-  auto partitions = detail::topic_partitions(handle, config_.topic(), left());
-  if (!partitions) return give_up(partitions.error());
-  if (left().count() == 0) return abandoned;
-  auto committed = detail::committed_offsets(handle, config_.topic(), *partitions, left());
-  if (!committed) return give_up(committed.error());
-  if (left().count() == 0) return abandoned;
-  auto high =
-      detail::watermarks(handle, config_.topic(), *partitions, detail::Watermark::kHigh, left());
-  if (!high) return give_up(high.error());
-
-  std::map<int32_t, int64_t> anchors;
-  {
-    std::lock_guard lock(mu_);
-    anchors = anchors_.all();
-  }
-  // Baseline per partition: the group's commit; else this process's anchor
-  // (deliberately not filtered by ownership: a stale anchor skews one
-  // sample, dropping it would re-open latest's false all-clear); else where
-  // the reset policy would start: the log end for latest (records from
-  // before this source are not its work), the log start otherwise.
-  std::vector<int32_t> need_low;
-  for (int32_t p : *partitions) {
-    if (committed->contains(p) || anchors.contains(p)) continue;
-    if (reset_ != OffsetReset::kLatest) need_low.push_back(p);
-  }
-  std::map<int32_t, int64_t> low;
-  if (!need_low.empty()) {
-    if (left().count() == 0) return abandoned;
-    auto lows =
-        detail::watermarks(handle, config_.topic(), need_low, detail::Watermark::kLow, left());
-    if (!lows) return give_up(lows.error());
-    low = std::move(*lows);
-  }
-  if (SteadyClock::now() > deadline) return abandoned;
-
-  int64_t total = 0;
-  for (int32_t p : *partitions) {
-    const int64_t end = high->at(p);
-    int64_t base = end;
-    if (auto c = committed->find(p); c != committed->end()) {
-      base = c->second;
-    } else if (auto a = anchors.find(p); a != anchors.end()) {
-      base = a->second;
-    } else if (auto l = low.find(p); l != low.end()) {
-      base = l->second;
-    }
-    total += std::max<int64_t>(0, end - base);
-  }
-  return total;
 }
 
 KafkaSource::Snapshot KafkaSource::snapshot() const {

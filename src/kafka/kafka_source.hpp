@@ -138,6 +138,8 @@ class KafkaSource final : public connector::EventSource {
 
  private:
   class Session;
+  // The current session's consumer (a session must exist).
+  RdKafka::KafkaConsumer& session_consumer();
   struct Passkey {};
 
  public:

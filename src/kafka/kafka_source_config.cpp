@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/strings.hpp"
+
 namespace harvest::kafka {
 namespace {
 
@@ -18,23 +20,10 @@ std::string normalise_key(std::string key) {
   return key;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return s.substr(first, last - first + 1);
-}
-
 // One seed entry, `host[:port]`, optionally behind a `proto://` prefix
 // (librdkafka accepts e.g. `PLAINTEXT://host:port`).
 std::string canonical_entry(std::string entry) {
-  entry = lower(entry);
+  entry = ascii_lower(entry);
   std::string scheme;
   if (auto pos = entry.find("://"); pos != std::string::npos) {
     scheme = entry.substr(0, pos + 3);
@@ -130,7 +119,7 @@ OffsetReset KafkaSourceConfig::offset_reset() const {
   const auto props = effective_properties();
   auto it = props.find("auto.offset.reset");
   if (it == props.end()) return OffsetReset::kEarliest;
-  const std::string v = lower(trim(it->second));
+  const std::string v = ascii_lower(trim(std::string_view(it->second)));
   if (v == "smallest" || v == "earliest" || v == "beginning") return OffsetReset::kEarliest;
   if (v == "error") return OffsetReset::kError;
   return OffsetReset::kLatest;
@@ -138,14 +127,7 @@ OffsetReset KafkaSourceConfig::offset_reset() const {
 
 std::string canonical_bootstrap(const std::string& brokers) {
   std::set<std::string> entries;
-  size_t start = 0;
-  while (start <= brokers.size()) {
-    size_t comma = brokers.find(',', start);
-    if (comma == std::string::npos) comma = brokers.size();
-    std::string entry = trim(brokers.substr(start, comma - start));
-    if (!entry.empty()) entries.insert(canonical_entry(std::move(entry)));
-    start = comma + 1;
-  }
+  for (auto& entry : split_list(brokers)) entries.insert(canonical_entry(std::move(entry)));
   std::string out;
   for (const auto& e : entries) {
     if (!out.empty()) out += ',';

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/strings.hpp"
+
 namespace harvest::sqs {
 namespace {
 
@@ -17,14 +19,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  });
-  return out;
 }
 
 // The AWS CLI treats '#' or ';' as the start of a comment only when preceded
@@ -104,7 +98,7 @@ std::map<std::string, std::map<std::string, std::string>> parse_profile_file(std
     if (!section) continue;
     auto eq = line.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string key = lower(trim(line.substr(0, eq)));
+    std::string key = ascii_lower(trim(line.substr(0, eq)));
     std::string_view value = trim(strip_inline_comment(trim(line.substr(eq + 1))));
     (*section)[key] = std::string(value);
   }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/strings.hpp"
+
 namespace harvest::sqs {
 namespace {
 
@@ -37,9 +39,7 @@ size_t write_header(char* data, size_t size, size_t nmemb, void* user) {
   }
   auto colon = line.find(':');
   if (colon == std::string_view::npos) return size * nmemb;
-  std::string name(line.substr(0, colon));
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string name = ascii_lower(line.substr(0, colon));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
@@ -177,9 +177,7 @@ Result<Url> parse_url(std::string_view url) {
   auto sep = url.find("://");
   if (sep == std::string_view::npos) return bad("expected scheme://host");
   Url out;
-  out.scheme.assign(url.substr(0, sep));
-  std::transform(out.scheme.begin(), out.scheme.end(), out.scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  out.scheme = ascii_lower(url.substr(0, sep));
   if (out.scheme != "http" && out.scheme != "https") return bad("scheme must be http or https");
   std::string_view rest = url.substr(sep + 3);
   size_t end = rest.find_first_of("/?#");

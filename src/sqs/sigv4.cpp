@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <map>
 
+#include "common/strings.hpp"
+
 namespace harvest::sqs {
 namespace {
 
@@ -17,14 +19,6 @@ std::string to_hex(const unsigned char* data, size_t n) {
     out[2 * i] = kHex[data[i] >> 4];
     out[2 * i + 1] = kHex[data[i] & 0xF];
   }
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  });
   return out;
 }
 
@@ -83,7 +77,7 @@ std::string canonical_query(const std::vector<std::pair<std::string, std::string
 
 bool has_header(const HttpHeaders& headers, std::string_view lower_name) {
   return std::any_of(headers.begin(), headers.end(),
-                     [&](const auto& h) { return lower(h.first) == lower_name; });
+                     [&](const auto& h) { return ascii_lower(h.first) == lower_name; });
 }
 
 }  // namespace
@@ -130,7 +124,7 @@ SigV4Signature sign_v4(const SigV4Request& request, const AwsCredentials& creden
   // their values with ',' in the order given ("get-header-key-duplicate").
   std::map<std::string, std::string> canonical;
   for (const auto& [name, value] : out.headers) {
-    auto& slot = canonical[lower(name)];
+    auto& slot = canonical[ascii_lower(name)];
     if (!slot.empty()) slot += ',';
     slot += canonical_value(value);
   }
