@@ -276,56 +276,105 @@ int shards(const Target& target, bool json, std::ostream& out, std::ostream& err
 
 }  // namespace
 
+namespace {
+
+// What the command line asked for, bound by CLI11 during parsing.
+struct Options {
+  std::string url_flag, shard_flag;
+  bool json = false;
+  bool dry_run = false;
+  engine::ExecutionFilter filter;
+  std::string workflow, status, source, cursor;
+  std::string execution_id;
+  size_t dlq_limit = 100;
+  std::string replay_id;
+  CLI::App* migrate_cmd = nullptr;
+  CLI::App* list_cmd = nullptr;
+  CLI::App* show_cmd = nullptr;
+  CLI::App* dlq_list = nullptr;
+  CLI::App* dlq_replay = nullptr;
+  CLI::App* shards_cmd = nullptr;
+};
+
+}  // namespace
+
+namespace {
+
+int execute(Options& o, std::ostream& out, std::ostream& err) {
+  Target target{resolve_url(o.url_flag),
+                split_list(o.shard_flag.empty() ? env("HARVEST_SHARD_URLS") : o.shard_flag)};
+  const bool dev = env("HARVEST_PROFILE") == "dev";
+  if (target.url.empty() && target.shard_urls.empty() && !(dev && !o.migrate_cmd->parsed())) {
+    err << "error: no database: pass --database-url or set HARVEST_DATABASE_URL\n";
+    return 2;
+  }
+
+  if (o.migrate_cmd->parsed()) return migrate(target, o.dry_run, o.json, out, err);
+  if (o.shards_cmd->parsed()) return shards(target, o.json, out, err);
+
+  auto engine = open_engine(target);
+  if (!engine) return fail_with(err, engine.error());
+  engine::Engine& e = **engine;
+
+  if (o.list_cmd->parsed()) {
+    if (!o.workflow.empty()) o.filter.workflow = o.workflow;
+    if (!o.status.empty()) o.filter.status = o.status;
+    if (!o.source.empty()) o.filter.start_source = o.source;
+    if (!o.cursor.empty()) o.filter.cursor = o.cursor;
+    return list_executions(e, o.filter, o.json, out, err);
+  }
+  if (o.show_cmd->parsed()) return show_execution(e, o.execution_id, o.json, out, err);
+  if (o.dlq_list->parsed()) return list_dead_letters(e, o.dlq_limit, o.json, out, err);
+  if (o.dlq_replay->parsed()) return replay(e, o.replay_id, o.json, out, err);
+  return 2;
+}
+
+}  // namespace
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Options o;
   CLI::App app{"harvest: durable workflows on PostgreSQL, started from Kafka and SQS"};
   app.require_subcommand(1);
   // Global options may follow the subcommand (`harvest dlq list --json`).
   // Subcommands inherit this setting when they are created, so it comes first.
   app.fallthrough();
-  std::string url_flag;
-  app.add_option("--database-url", url_flag,
+  app.add_option("--database-url", o.url_flag,
                  "harvest database URL (default: $HARVEST_HARVEST_DATABASE_URL, then "
                  "$HARVEST_DATABASE_URL)");
-  std::string shard_flag;
-  app.add_option("--shard-urls", shard_flag,
+  app.add_option("--shard-urls", o.shard_flag,
                  "comma-separated shard URLs, replacing the database URL (default: "
                  "$HARVEST_SHARD_URLS)");
-  bool json = false;
-  app.add_flag("--json", json, "machine-readable output");
+  app.add_flag("--json", o.json, "machine-readable output");
 
-  auto* migrate_cmd = app.add_subcommand("migrate", "apply pending migrations of every module");
-  bool dry_run = false;
-  migrate_cmd->add_flag("--dry-run", dry_run, "only list pending migrations");
+  o.migrate_cmd = app.add_subcommand("migrate", "apply pending migrations of every module");
+  o.migrate_cmd->add_flag("--dry-run", o.dry_run, "only list pending migrations");
 
   auto* executions = app.add_subcommand("executions", "read workflow executions");
   executions->require_subcommand(1);
-  auto* list_cmd = executions->add_subcommand("list", "list executions, newest first");
-  engine::ExecutionFilter filter;
-  std::string workflow, status, source, cursor;
-  list_cmd->add_option("--workflow", workflow, "only this workflow type");
-  list_cmd->add_option("--status", status,
-                       "only this status (pending, running, waiting, completed, failed)");
-  list_cmd->add_option("--start-source", source, "only this start source (api, client, broker…)");
-  list_cmd->add_option("--limit", filter.limit, "page size, 1..500")
+  o.list_cmd = executions->add_subcommand("list", "list executions, newest first");
+  o.list_cmd->add_option("--workflow", o.workflow, "only this workflow type");
+  o.list_cmd->add_option("--status", o.status,
+                         "only this status (pending, running, waiting, completed, failed)");
+  o.list_cmd->add_option("--start-source", o.source,
+                         "only this start source (api, client, broker…)");
+  o.list_cmd->add_option("--limit", o.filter.limit, "page size, 1..500")
       ->default_val(50)
       ->check(CLI::Range(1, 500));
-  list_cmd->add_option("--cursor", cursor, "the next page's cursor from a previous listing");
-  auto* show_cmd = executions->add_subcommand("show", "one execution with its history");
-  std::string execution_id;
-  show_cmd->add_option("id", execution_id, "execution id")->required();
+  o.list_cmd->add_option("--cursor", o.cursor,
+                         "the next page's cursor from a previous listing");
+  o.show_cmd = executions->add_subcommand("show", "one execution with its history");
+  o.show_cmd->add_option("id", o.execution_id, "execution id")->required();
 
   auto* dlq = app.add_subcommand("dlq", "the engine's dead letters (runs that exhausted retries)");
   dlq->require_subcommand(1);
-  auto* dlq_list = dlq->add_subcommand("list", "list dead-lettered runs");
-  size_t dlq_limit = 100;
-  dlq_list->add_option("--limit", dlq_limit, "at most this many, 1..1000")
+  o.dlq_list = dlq->add_subcommand("list", "list dead-lettered runs");
+  o.dlq_list->add_option("--limit", o.dlq_limit, "at most this many, 1..1000")
       ->default_val(100)
       ->check(CLI::Range(1, 1000));
-  auto* dlq_replay = dlq->add_subcommand("replay", "re-run a dead-lettered execution");
-  std::string replay_id;
-  dlq_replay->add_option("id", replay_id, "execution id")->required();
+  o.dlq_replay = dlq->add_subcommand("replay", "re-run a dead-lettered execution");
+  o.dlq_replay->add_option("id", o.replay_id, "execution id")->required();
 
-  auto* shards_cmd = app.add_subcommand("shards", "probe every PostgreSQL shard");
+  o.shards_cmd = app.add_subcommand("shards", "probe every PostgreSQL shard");
 
   try {
     app.parse(argc, argv);
@@ -336,33 +385,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << er.str();
     return rc == 0 ? 0 : 2;
   }
-
-  Target target{resolve_url(url_flag),
-                split_list(shard_flag.empty() ? env("HARVEST_SHARD_URLS") : shard_flag)};
-  const bool dev = env("HARVEST_PROFILE") == "dev";
-  if (target.url.empty() && target.shard_urls.empty() && !(dev && !migrate_cmd->parsed())) {
-    err << "error: no database: pass --database-url or set HARVEST_DATABASE_URL\n";
-    return 2;
-  }
-
-  if (migrate_cmd->parsed()) return migrate(target, dry_run, json, out, err);
-  if (shards_cmd->parsed()) return shards(target, json, out, err);
-
-  auto engine = open_engine(target);
-  if (!engine) return fail_with(err, engine.error());
-  engine::Engine& e = **engine;
-
-  if (list_cmd->parsed()) {
-    if (!workflow.empty()) filter.workflow = workflow;
-    if (!status.empty()) filter.status = status;
-    if (!source.empty()) filter.start_source = source;
-    if (!cursor.empty()) filter.cursor = cursor;
-    return list_executions(e, filter, json, out, err);
-  }
-  if (show_cmd->parsed()) return show_execution(e, execution_id, json, out, err);
-  if (dlq_list->parsed()) return list_dead_letters(e, dlq_limit, json, out, err);
-  if (dlq_replay->parsed()) return replay(e, replay_id, json, out, err);
-  return 2;
+  return execute(o, out, err);
 }
 
 }  // namespace harvest::cli

@@ -161,6 +161,51 @@ Result<bool> Worker::run_one() {
   return true;
 }
 
+void Worker::observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started) {
+  engine_.metrics().observe(
+      metrics::kEngineRunSeconds, {{"workflow", run.workflow_name}},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
+Result<bool> Worker::settle(size_t shard, const ClaimedRun& run,
+                            const std::function<Result<bool>(ExecutionStore&)>& write) {
+  forget(run.lease);
+  auto conn = engine_.pool(shard).acquire();
+  if (!conn) {
+    log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", run.id,
+              conn.error().describe());
+    return fail(conn.error());
+  }
+  ExecutionStore store(**conn);
+  Result<bool> r = write(store);
+  if (!r) {
+    log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", run.id,
+              r.error().describe());
+  }
+  return r;
+}
+
+void Worker::fail_attempt(size_t shard, const ClaimedRun& run,
+                          std::chrono::milliseconds retry_backoff, const std::string& what,
+                          std::chrono::steady_clock::time_point started) {
+  const std::string error = error_text(what);
+  const Fence fence{run.id, run.lease};
+  if (run.attempt < run.max_attempts) {
+    auto backoff = retry_backoff * (1LL << std::min(run.attempt - 1, 20));
+    log::warn("execution {} ({}) attempt {}/{} failed: {}; retrying in {} ms", run.id,
+              run.workflow_name, run.attempt, run.max_attempts, error, backoff.count());
+    (void)settle(shard, run, [&](ExecutionStore& s) {
+      return s.retry_later(fence, error, backoff, run.attempt);
+    });
+    return;
+  }
+  log::error("execution {} ({}) failed after {} attempts: {}", run.id, run.workflow_name,
+             run.attempt, error);
+  (void)settle(shard, run, [&](ExecutionStore& s) { return s.fail_run(fence, error); });
+  engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
+  observe_run(run, started);
+}
+
 void Worker::execute(Claimed c) {
   const size_t shard = c.shard;
   RunState state(engine_, shard, std::move(c.run));
@@ -168,47 +213,8 @@ void Worker::execute(Claimed c) {
   const WorkflowDef* def = engine_.workflows().find(run.workflow_name);
   const Fence fence{run.id, run.lease};
   const auto started = std::chrono::steady_clock::now();
-  auto observe = [&] {
-    engine_.metrics().observe(
-        metrics::kEngineRunSeconds, {{"workflow", run.workflow_name}},
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  };
-  // Writes an outcome, fenced on this claim's lease (a run taken over by
-  // another worker is left to that worker). On failure the lease lapses and
-  // the run resumes elsewhere.
-  auto settle = [&](auto&& write) -> Result<bool> {
-    forget(run.lease);
-    auto conn = engine_.pool(shard).acquire();
-    if (!conn) {
-      log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses",
-                run.id, conn.error().describe());
-      return fail(conn.error());
-    }
-    ExecutionStore store(**conn);
-    Result<bool> r = write(store);
-    if (!r) {
-      log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses",
-                run.id, r.error().describe());
-    }
-    return r;
-  };
-  // The attempt failed: retry with backoff, or record the failure and put the
-  // run in the engine's dead letters once the attempts are used up.
-  auto fail_attempt = [&](const std::string& what) {
-    const std::string error = error_text(what);
-    if (run.attempt < run.max_attempts) {
-      auto backoff = def->options.retry_backoff * (1LL << std::min(run.attempt - 1, 20));
-      log::warn("execution {} ({}) attempt {}/{} failed: {}; retrying in {} ms", run.id,
-                run.workflow_name, run.attempt, run.max_attempts, error, backoff.count());
-      (void)settle(
-          [&](ExecutionStore& s) { return s.retry_later(fence, error, backoff, run.attempt); });
-      return;
-    }
-    log::error("execution {} ({}) failed after {} attempts: {}", run.id, run.workflow_name,
-               run.attempt, error);
-    (void)settle([&](ExecutionStore& s) { return s.fail_run(fence, error); });
-    engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
-    observe();
+  auto failed = [&](const std::string& what) {
+    fail_attempt(shard, run, def->options.retry_backoff, what, started);
   };
   try {
     WorkflowContext ctx(state);
@@ -217,37 +223,39 @@ void Worker::execute(Claimed c) {
     if (auto ok = check_json_storable(output); !ok) {
       // An output PostgreSQL cannot store fails the attempt rather than
       // leaving the run to be re-leased forever.
-      fail_attempt("cannot record the workflow's output: " + ok.error().message);
+      failed("cannot record the workflow's output: " + ok.error().message);
       return;
     }
-    auto done = settle([&](ExecutionStore& s) { return s.complete(fence, output); });
+    auto done = settle(shard, run, [&](ExecutionStore& s) { return s.complete(fence, output); });
     if (!done && is_permanent(done.error())) {
-      fail_attempt("cannot record the workflow's output: " + done.error().message);
+      failed("cannot record the workflow's output: " + done.error().message);
       return;
     }
     engine_.metrics().increment(metrics::kEngineRunsCompleted, {{"workflow", run.workflow_name}});
-    observe();
+    observe_run(run, started);
   } catch (const Suspension& s) {
     const long long until_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(s.until.time_since_epoch()).count();
-    (void)settle(
-        [&](ExecutionStore& st) { return st.suspend(fence, state.signal_seq_seen(), until_ms); });
+    (void)settle(shard, run, [&](ExecutionStore& st) {
+      return st.suspend(fence, state.signal_seq_seen(), until_ms);
+    });
   } catch (const LeaseLost&) {
     log::warn("execution {}: lease lost to another worker; stopping this run", run.id);
     forget(run.lease);
   } catch (const HistoryUnavailable& h) {
     log::warn("execution {}: history unavailable ({}); retrying shortly", run.id,
               h.error.describe());
-    (void)settle([&](ExecutionStore& s) { return s.release(fence, std::chrono::seconds(1)); });
+    (void)settle(shard, run,
+                 [&](ExecutionStore& s) { return s.release(fence, std::chrono::seconds(1)); });
   } catch (const fault::InjectedCrash&) {
     // The component "died" here: no outcome is written and the lease is not
     // renewed, exactly as if the process had been killed.
     forget(run.lease);
     throw;
   } catch (const std::exception& e) {
-    fail_attempt(e.what());
+    failed(e.what());
   } catch (...) {
-    fail_attempt("the workflow threw a non-standard exception");
+    failed("the workflow threw a non-standard exception");
   }
 }
 

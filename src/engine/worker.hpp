@@ -22,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,16 @@ class Worker {
   // empty; std::nullopt when there is no work (after waiting for some).
   std::optional<Claimed> next(std::stop_token st);
   void execute(Claimed c);
+  // Writes an outcome fenced on the run's lease (a run taken over by another
+  // worker is left to it). On failure the lease lapses and the run resumes
+  // elsewhere.
+  Result<bool> settle(size_t shard, const ClaimedRun& run,
+                      const std::function<Result<bool>(ExecutionStore&)>& write);
+  // The attempt failed: retry with backoff, or record the failure (and the
+  // engine dead letter) once the attempts are used up.
+  void fail_attempt(size_t shard, const ClaimedRun& run, std::chrono::milliseconds retry_backoff,
+                    const std::string& what, std::chrono::steady_clock::time_point started);
+  void observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started);
   void forget(const std::string& lease);
   // Hands back claimed runs that never started (on stop).
   void release_queued();
