@@ -50,6 +50,10 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
       config_.stall_threshold.value_or(std::max<size_t>(4 * binding_->max_in_flight(), 32));
   sink_ = std::make_shared<UnconfiguredDeadLetterSink>(binding_->name());
   pool_ = std::make_unique<DispatchPool>(binding_->max_in_flight());
+  const bool ordered =
+      binding_->kind() == BindingKind::kSignalsWithStart || binding_->max_in_flight() == 1;
+  commit_pool_ =
+      std::make_unique<DispatchPool>(ordered ? 1 : std::max<size_t>(config_.commit_concurrency, 1));
   lag_ = std::make_unique<LagSampler>(binding_->name(), source_, metrics_,
                                       config_.lag_sample_interval, config_.clock);
 }
@@ -269,20 +273,19 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
     }
   });
   std::vector<Dispatched> results(messages.size());
-  std::vector<size_t> group;
+  std::vector<std::vector<size_t>> groups(1);
   const size_t group_max = std::max<size_t>(binding_->max_in_flight(), 1);
   for (size_t i = 0; i < messages.size(); ++i) {
     if (mapped[i].verdict) {
       results[i] = std::move(*mapped[i].verdict);
       continue;
     }
-    group.push_back(i);
-    if (group.size() == group_max) {
-      commit_group(messages, mapped, group, results);
-      group.clear();
-    }
+    if (groups.back().size() == group_max) groups.emplace_back();
+    groups.back().push_back(i);
   }
-  if (!group.empty()) commit_group(messages, mapped, group, results);
+  if (groups.back().empty()) groups.pop_back();
+  commit_pool_->run(groups.size(),
+                    [&](size_t g) { commit_group(messages, mapped, groups[g], results); });
   HARVEST_FAULT_POINT("connector.after_dispatch_before_ack");
 
   settle(messages, tickets, results, summary);

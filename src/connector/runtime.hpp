@@ -60,6 +60,11 @@ struct ConnectorRuntimeConfig {
   // counts as stalled. Default max(4 × max_in_flight, 32); 0 disables this
   // heuristic (a retried head on a positional source is still a stall).
   std::optional<size_t> stall_threshold;
+  // Group commits of one pass in flight at once for a `starts` binding
+  // (which promises no order beyond max_in_flight(1)); signals-with-start and
+  // max_in_flight(1) always commit one group at a time, in batch order.
+  // Default 2; 0 is floored to 1.
+  size_t commit_concurrency = 2;
   // Steady time for lag budgets and back-off pauses; null means the process
   // clock. Tests pass a ManualClock (MockSource reads the same clock).
   std::shared_ptr<Clock> clock;
@@ -157,6 +162,7 @@ class ConnectorRuntime {
   CommitTracker tracker_;
   StrikeCounter strikes_;
   std::unique_ptr<DispatchPool> pool_;
+  std::unique_ptr<DispatchPool> commit_pool_;
   std::unique_ptr<LagSampler> lag_;
 };
 

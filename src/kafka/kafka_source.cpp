@@ -32,6 +32,15 @@ using SteadyClock = std::chrono::steady_clock;
 // to a stop request and to buffer space freeing up (resume), and keeps
 // librdkafka polled far more often than any max.poll.interval.ms.
 constexpr int kPollSliceMs = 100;
+// How long a full read-ahead holds consumption before partitions are paused.
+constexpr auto kHoldBeforePause = std::chrono::seconds(1);
+
+// What one buffered message counts against max_buffered_bytes.
+size_t footprint(const connector::Message& m) {
+  size_t n = m.payload.size() + (m.key ? m.key->size() : 0) + 64;
+  for (const auto& [k, v] : m.headers) n += k.size() + v.size();
+  return n;
+}
 
 }  // namespace
 
@@ -210,6 +219,7 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
   void poll_loop(const std::stop_token& stop) {
     const std::string& topic = source_.config_.topic();
     while (!stop.stop_requested()) {
+      if (hold_for_space()) continue;
       std::unique_ptr<RdKafka::Message> m(consumer_->consume(kPollSliceMs));
       switch (m->err()) {
         case RdKafka::ERR_NO_ERROR:
@@ -243,21 +253,45 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
     }
   }
 
-  // Pauses every assigned partition when the read-ahead buffer is full and
-  // resumes them at half. librdkafka keeps serving the group while paused
-  // (heartbeats, rebalances, max.poll.interval.ms). pause() bumps the
-  // partition's version barrier at once, so messages already prefetched are
-  // discarded rather than delivered, and fetching restarts from the last
-  // message handed to us on resume: nothing is lost or repeated.
+  // While the read-ahead is full, and for less than kHoldBeforePause, the
+  // poller does not consume: what librdkafka prefetched stays in its queue
+  // and is delivered as soon as receive() makes room. Returns whether it
+  // held (waited a slice for space).
+  bool hold_for_space() {
+    std::unique_lock lock(source_.mu_);
+    if (source_.paused_ || !source_.read_ahead_full()) {
+      full_since_.reset();
+      return false;
+    }
+    const auto now = SteadyClock::now();
+    if (!full_since_) full_since_ = now;
+    if (now - *full_since_ >= kHoldBeforePause) {
+      // Still full: pause before consuming again (a paused partition
+      // delivers nothing more), then serve the group while paused.
+      lock.unlock();
+      apply_backpressure();
+      return false;
+    }
+    source_.space_.wait_for(lock, milliseconds(kPollSliceMs));
+    return true;
+  }
+
+  // Pauses every assigned partition when the read-ahead has been full for
+  // kHoldBeforePause and resumes them at half. librdkafka keeps serving the
+  // group while paused (heartbeats, rebalances, max.poll.interval.ms).
+  // pause() bumps the partition's version barrier at once, so messages
+  // already prefetched are discarded rather than delivered, and fetching
+  // restarts from the last message handed to us on resume: nothing is lost
+  // or repeated.
   void apply_backpressure() {
     bool pause = false;
     bool resume = false;
     {
       std::lock_guard lock(source_.mu_);
-      const size_t cap = source_.config_.max_buffered();
-      if (!source_.paused_ && source_.buffer_.size() >= cap) {
+      const bool held_long = full_since_ && SteadyClock::now() - *full_since_ >= kHoldBeforePause;
+      if (!source_.paused_ && source_.read_ahead_full() && held_long) {
         source_.paused_ = pause = true;
-      } else if (source_.paused_ && source_.buffer_.size() <= cap / 2) {
+      } else if (source_.paused_ && source_.read_ahead_half()) {
         source_.paused_ = false;
         resume = true;
       }
@@ -275,6 +309,7 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
 
   KafkaSource& source_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::optional<SteadyClock::time_point> full_since_;  // poller thread only
   bool started_ = false;
   bool closed_ = false;
   // Declared last: stopped and joined (in shutdown) before the rest goes.
@@ -358,11 +393,7 @@ void KafkaSource::on_assigned(const std::vector<int32_t>& partitions) {
   for (int32_t p : partitions) owned_[p] = Ownership{.generation = ++next_generation_};
   // Read-ahead from an earlier generation of these partitions is refetched
   // from the committed offset under the new one.
-  std::erase_if(buffer_, [&](const connector::Message& m) {
-    return std::ranges::find(partitions,
-                             std::get<connector::KafkaCoordinates>(m.coordinates).partition) !=
-           partitions.end();
-  });
+  drop_buffered(partitions);
 }
 
 void KafkaSource::on_revoked(RdKafka::KafkaConsumer& consumer,
@@ -390,11 +421,7 @@ void KafkaSource::on_revoked(RdKafka::KafkaConsumer& consumer,
   }
   std::lock_guard lock(mu_);
   for (int32_t p : partitions) owned_.erase(p);
-  std::erase_if(buffer_, [&](const connector::Message& m) {
-    return std::ranges::find(partitions,
-                             std::get<connector::KafkaCoordinates>(m.coordinates).partition) !=
-           partitions.end();
-  });
+  drop_buffered(partitions);
 }
 
 void KafkaSource::on_message(int32_t partition, int64_t offset, connector::Message message) {
@@ -404,6 +431,7 @@ void KafkaSource::on_message(int32_t partition, int64_t offset, connector::Messa
     if (it == owned_.end()) return;  // revoked meanwhile; the next owner reads it
     anchors_.record_first_read(partition, offset);
     message.generation = it->second.generation;
+    buffer_bytes_ += footprint(message);
     buffer_.push_back(std::move(message));
     consumer_error_.reset();  // consumption works again
   }
@@ -434,6 +462,27 @@ void KafkaSource::on_consumer_error(Error error, bool fatal) {
   ready_.notify_all();
 }
 
+bool KafkaSource::read_ahead_full() const {
+  return buffer_.size() >= config_.max_buffered() ||
+         buffer_bytes_ >= config_.max_buffered_bytes();
+}
+
+bool KafkaSource::read_ahead_half() const {
+  return buffer_.size() <= config_.max_buffered() / 2 &&
+         buffer_bytes_ <= config_.max_buffered_bytes() / 2;
+}
+
+void KafkaSource::drop_buffered(const std::vector<int32_t>& partitions) {
+  std::erase_if(buffer_, [&](const connector::Message& m) {
+    return std::ranges::find(partitions,
+                             std::get<connector::KafkaCoordinates>(m.coordinates).partition) !=
+           partitions.end();
+  });
+  buffer_bytes_ = 0;
+  for (const auto& m : buffer_) buffer_bytes_ += footprint(m);
+  space_.notify_all();
+}
+
 bool KafkaSource::fetch_paused() const {
   std::lock_guard lock(mu_);
   return paused_;
@@ -455,9 +504,11 @@ Result<std::vector<connector::Message>> KafkaSource::receive(size_t max, millise
       return fail(Error::transient_error(e.message + "; consumer rebuilt"));
     }
     while (batch.size() < max && !buffer_.empty()) {
+      buffer_bytes_ -= std::min(buffer_bytes_, footprint(buffer_.front()));
       batch.push_back(std::move(buffer_.front()));
       buffer_.pop_front();
     }
+    if (!batch.empty()) space_.notify_all();
     if (batch.empty() && consumer_error_) {
       Error e = std::move(*consumer_error_);
       consumer_error_.reset();
@@ -477,6 +528,7 @@ void KafkaSource::rebuild_after_fatal() {
     std::lock_guard lock(mu_);
     owned_.clear();
     buffer_.clear();
+    buffer_bytes_ = 0;
     paused_ = false;
     consumer_error_.reset();
   }
@@ -523,6 +575,7 @@ Result<bool> KafkaSource::recover() {
     std::lock_guard lock(mu_);
     owned_.clear();
     buffer_.clear();
+    buffer_bytes_ = 0;
     paused_ = false;
     consumer_error_.reset();
   }

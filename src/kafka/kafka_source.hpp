@@ -156,6 +156,11 @@ class KafkaSource final : public connector::EventSource {
   void on_partition_eof(int32_t partition, int64_t offset);
   void on_consumer_error(Error error, bool fatal);
   [[nodiscard]] bool fetch_paused() const;
+  // With mu_ held: the read-ahead is at either bound / at or below half of both.
+  [[nodiscard]] bool read_ahead_full() const;
+  [[nodiscard]] bool read_ahead_half() const;
+  // With mu_ held: drops buffered messages of `partitions`.
+  void drop_buffered(const std::vector<int32_t>& partitions);
 
   [[nodiscard]] Status ensure_session();
   // Commits the anchors of `partitions` that pass select_anchor_commits.
@@ -185,6 +190,8 @@ class KafkaSource final : public connector::EventSource {
   };
   std::map<int32_t, Ownership> owned_;
   std::deque<connector::Message> buffer_;
+  size_t buffer_bytes_ = 0;         // footprint of buffer_ (read-ahead bound)
+  std::condition_variable space_;  // buffer_ shrank
   AnchorBook anchors_;
   std::set<int32_t> floors_committed_;  // latest: once per partition per process
   uint64_t next_generation_ = 0;

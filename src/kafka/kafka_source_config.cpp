@@ -75,6 +75,15 @@ KafkaSourceConfig& KafkaSourceConfig::max_buffered(size_t n) & {
 KafkaSourceConfig&& KafkaSourceConfig::max_buffered(size_t n) && {
   return std::move(max_buffered(n));
 }
+
+KafkaSourceConfig& KafkaSourceConfig::max_buffered_bytes(size_t n) & {
+  max_buffered_bytes_ = std::max<size_t>(n, 1);
+  return *this;
+}
+
+KafkaSourceConfig&& KafkaSourceConfig::max_buffered_bytes(size_t n) && {
+  return std::move(max_buffered_bytes(n));
+}
 KafkaSourceConfig& KafkaSourceConfig::sync_timeout(std::chrono::milliseconds t) & {
   sync_timeout_ = t;
   return *this;

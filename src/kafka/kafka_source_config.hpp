@@ -38,15 +38,19 @@ class KafkaSourceConfig {
   KafkaSourceConfig& property(std::string key, std::string value) &;
   KafkaSourceConfig&& property(std::string key, std::string value) &&;
 
-  // Messages read ahead of `receive` before the source pauses fetching
-  // (backpressure; fetching resumes at half). Default 10,000; 0 is floored to 1.
-  // Pausing discards what librdkafka had prefetched and librdkafka 2.0.2
-  // resumes fetching only on its next ~1 s wakeup, so a small buffer caps a
-  // backlog drain at about one buffer per second (1,000 → ~1.1k msg/s
-  // measured; 10,000 → ~4k). Memory is up to this many records.
-  // Read-ahead messages are not committed, so a crash costs only redelivery.
+  // The read-ahead of `receive`: at most this many messages, and at most
+  // `max_buffered_bytes` of payload, key and headers (defaults 100,000 and
+  // 64 MiB; 0 is floored to 1). When it is full the poller first stops
+  // consuming — librdkafka keeps what it prefetched, itself bounded by
+  // `queued.max.messages.kbytes` — and only if it stays full for a second
+  // pauses the partitions (which keeps the member in the group however long
+  // dispatch takes, but makes librdkafka drop its prefetch and refetch on
+  // resume). Fetching resumes when both bounds are at half. Read-ahead
+  // messages are not committed, so a crash costs only redelivery.
   KafkaSourceConfig& max_buffered(size_t n) &;
   KafkaSourceConfig&& max_buffered(size_t n) &&;
+  KafkaSourceConfig& max_buffered_bytes(size_t n) &;
+  KafkaSourceConfig&& max_buffered_bytes(size_t n) &&;
 
   // Bound on each synchronous broker round trip the source makes on its own
   // behalf: the anchor commits of recover() and of the eager `latest` floor,
@@ -65,6 +69,7 @@ class KafkaSourceConfig {
 
   [[nodiscard]] const std::string& topic() const { return topic_; }
   [[nodiscard]] size_t max_buffered() const { return max_buffered_; }
+  [[nodiscard]] size_t max_buffered_bytes() const { return max_buffered_bytes_; }
   [[nodiscard]] std::chrono::milliseconds sync_timeout() const { return sync_timeout_; }
   [[nodiscard]] std::chrono::milliseconds close_timeout() const { return close_timeout_; }
   // Properties as given, in call order, after alias normalisation.
@@ -84,7 +89,8 @@ class KafkaSourceConfig {
   std::string group_;
   std::string topic_;
   std::vector<std::pair<std::string, std::string>> properties_;
-  size_t max_buffered_ = 10'000;
+  size_t max_buffered_ = 100'000;
+  size_t max_buffered_bytes_ = size_t{64} << 20;
   std::chrono::milliseconds sync_timeout_{10'000};
   std::chrono::milliseconds close_timeout_{10'000};
 };

@@ -191,6 +191,32 @@ TEST_F(KafkaSourceTest, slow_dispatch_neither_overflows_the_buffer_nor_expires_t
   EXPECT_EQ(offsets, expected) << "pause/resume lost or repeated records";
 }
 
+// The read-ahead is bounded in bytes as well as in messages, and a full
+// read-ahead first holds consumption (librdkafka keeps its prefetch), pausing
+// only when it stays full; either way nothing is lost or repeated.
+TEST_F(KafkaSourceTest, read_ahead_is_bounded_in_bytes_and_a_short_hold_loses_nothing) {
+  const auto topic = make_topic(1);
+  constexpr int kRecords = 40;
+  const std::string pad(10'000, 'x');
+  for (int i = 0; i < kRecords; ++i) produce(topic, 0, std::to_string(i) + pad);
+  const auto group = unique_name("g");
+  auto source = connect(config(group, topic).max_buffered_bytes(35'000));
+  auto first = receive_n(*source, 1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return source->snapshot().paused; }))
+      << "a read-ahead full in bytes must end in a pause when nobody receives";
+  EXPECT_LE(source->snapshot().buffered, 4u) << "35,000 bytes hold at most 4 records of 10 KB";
+
+  // Drain it promptly: each receive makes room within the hold, so the rest
+  // arrives in order, once each.
+  auto rest = receive_n(*source, kRecords - 1);
+  std::vector<int64_t> offsets;
+  for (const auto& m : rest) offsets.push_back(coords(m).offset);
+  std::vector<int64_t> expected;
+  for (int i = 1; i < kRecords; ++i) expected.push_back(i);
+  EXPECT_EQ(offsets, expected) << "the bounded read-ahead lost or repeated records";
+}
+
 TEST_F(KafkaSourceTest, abandon_is_a_no_op) {
   const auto topic = make_topic(1);
   for (int i = 0; i < 3; ++i) produce(topic, 0, "m");
