@@ -58,7 +58,9 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(
     store::Params params{lease_prefix + "." + std::to_string(k), ms(lease), names,
                          std::to_string(want)};
     for (auto& p : kinds[k].second) params.push_back(p);
-    auto r = conn_.exec(fmt::format(kClaim, fmt::arg("where", kinds[k].first)), params);
+    auto rs = conn_.exec_pipeline(
+        {{fmt::format(kClaim, fmt::arg("where", kinds[k].first)), std::move(params), true}});
+    auto r = rs ? Result<store::PgResult>(std::move(rs->front())) : fail(rs.error());
     if (!r) {
       if (out.empty()) return fail(r.error());
       break;  // keep what was claimed; their leases are ours either way
@@ -127,16 +129,17 @@ Result<std::optional<std::pair<long long, Json>>> ExecutionStore::next_signal(
 }
 
 Result<bool> ExecutionStore::complete(const Fence& fence, const Json& output) {
-  auto r = conn_.exec(
-      fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
-                  "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
-                  "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
-                  "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-                  "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
-                  kFence),
-      {fence.execution_id, fence.lease, output.dump()});
+  auto r = conn_.exec_pipeline(
+      {{fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
+                    "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
+                    "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
+                    "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                    "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
+                    kFence),
+        {fence.execution_id, fence.lease, output.dump()},
+        true}});
   if (!r) return fail(r.error());
-  return !r->empty();
+  return !r->front().empty();
 }
 
 Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& error,

@@ -17,6 +17,8 @@ constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "
     "max_attempts int";
 
+constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid";
+
 Json item_json(size_t ord, const NewExecution& e) {
   return Json{{"ord", ord},
               {"wf", e.workflow},
@@ -116,10 +118,20 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
     batch.push_back(item_json(i, items[i]));
   }
   const std::string param = batch.dump();
+  // The resolve step needs no inputs: a second, small parameter.
+  Json keys = Json::array();
+  for (const auto& item : batch) {
+    keys.push_back(Json{{"ord", item["ord"]},
+                        {"wf", item["wf"]},
+                        {"wid", item["wid"]},
+                        {"key", item["key"]},
+                        {"id", item["id"]}});
+  }
   std::vector<store::Statement> statements{
       {fmt::format(kStartBatch, fmt::arg("cols", kItemColumns)),
-       {param, std::to_string(window.count())}},
-      {fmt::format(kResolveBatch, fmt::arg("cols", kItemColumns)), {param}}};
+       {param, std::to_string(window.count())},
+       true},
+      {fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)), {keys.dump()}, true}};
   if (notify) statements.push_back({kNotify, {}});
   auto results = conn_.exec_pipeline(statements);
   if (!results) return fail(results.error());
@@ -239,8 +251,8 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
   }
   const std::string param = batch.dump();
   std::vector<store::Statement> statements{
-      {fmt::format(kEntityStart, fmt::arg("cols", kEntityColumns)), {param}},
-      {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)), {param}}};
+      {fmt::format(kEntityStart, fmt::arg("cols", kEntityColumns)), {param}, true},
+      {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)), {param}, true}};
   if (notify) statements.push_back({kNotify, {}});
   auto results = conn_.exec_pipeline(statements);
   if (!results) return fail(results.error());

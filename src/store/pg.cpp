@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "common/log.hpp"
 #include "store/pg_error.hpp"
@@ -83,7 +84,9 @@ Result<PgResult> Connection::exec(const std::string& sql, const Params& params) 
 }
 
 Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statement>& statements) {
-  if (statements.size() == 1) {
+  // A borrowed session is the caller's: its prepared statements are not ours
+  // to track, so statements are sent unprepared there.
+  if (statements.size() == 1 && !(statements.front().prepared && owned_)) {
     auto r = exec(statements.front().sql, statements.front().params);
     if (!r) return fail(r.error());
     return std::vector<PgResult>{std::move(*r)};
@@ -92,16 +95,40 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
     return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
   }
   std::optional<Error> send_error;
-  for (const auto& st : statements) {
+  // Statements prepared in this pipeline: their PQsendPrepare result comes
+  // first and is read (and dropped) before the statement's own.
+  std::vector<bool> preparing(statements.size(), false);
+  std::vector<std::string> fresh;
+  for (size_t i = 0; i < statements.size(); ++i) {
+    const auto& st = statements[i];
     std::vector<const char*> values;
     values.reserve(st.params.size());
     for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
-    if (PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                          values.data(), nullptr, nullptr, 0) != 1) {
+    int sent = 0;
+    if (st.prepared && owned_) {
+      auto it = prepared_.find(st.sql);
+      if (it == prepared_.end()) {
+        std::string name = "harvest_" + std::to_string(next_prepared_++);
+        if (PQsendPrepare(conn_, name.c_str(), st.sql.c_str(), 0, nullptr) != 1) {
+          send_error = classify_pg_error(nullptr, conn_, "preparing a pipelined statement");
+          break;
+        }
+        preparing[i] = true;
+        it = prepared_.emplace(st.sql, std::move(name)).first;
+        fresh.push_back(st.sql);
+      }
+      sent = PQsendQueryPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
+                                 values.data(), nullptr, nullptr, 0);
+    } else {
+      sent = PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(values.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+    }
+    if (sent != 1) {
       send_error = classify_pg_error(nullptr, conn_, "sending a pipelined statement");
       break;
     }
   }
+  std::set<std::string> confirmed;  // fresh statements whose prepare succeeded
   if (!send_error && PQpipelineSync(conn_) != 1) {
     send_error = classify_pg_error(nullptr, conn_, "syncing a pipeline");
   }
@@ -111,6 +138,22 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
     // Each statement yields its result then a NULL; the sync yields
     // PGRES_PIPELINE_SYNC. Statements after a failure come back aborted.
     for (size_t i = 0; i < statements.size(); ++i) {
+      if (preparing[i]) {
+        PGresult* prep = PQgetResult(conn_);
+        if (prep == nullptr) {
+          first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
+          break;
+        }
+        if (PQresultStatus(prep) == PGRES_COMMAND_OK) {
+          confirmed.insert(statements[i].sql);
+        } else if (!first_error) {
+          first_error =
+              classify_pg_error(PQresultStatus(prep) == PGRES_PIPELINE_ABORTED ? nullptr : prep,
+                                conn_, "preparing a pipelined statement");
+        }
+        PQclear(prep);
+        while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
+      }
       PGresult* r = PQgetResult(conn_);
       if (r == nullptr) {
         first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
@@ -131,6 +174,11 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
       PQclear(r);
       if (sync) break;
     }
+  }
+  // A statement is known to the session only once its prepare succeeded
+  // (names are never reused, so one prepared but unconfirmed is harmless).
+  for (const auto& sql : fresh) {
+    if (!confirmed.contains(sql)) prepared_.erase(sql);
   }
   if (PQexitPipelineMode(conn_) != 1) {
     // Results left unread: this connection's protocol state is unknown, so

@@ -8,6 +8,7 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,9 @@ using Params = std::vector<Param>;
 struct Statement {
   std::string sql;
   Params params;
+  // Prepare once per connection and reuse (parse and plan once): for the
+  // hot, fixed statements of the durable path.
+  bool prepared = false;
 };
 
 // A query result. Rows/columns are addressed by index or column name.
@@ -84,6 +88,9 @@ class Connection {
   Connection(PGconn* c, bool owned) : conn_(c), owned_(owned) {}
   PGconn* conn_;
   bool owned_;
+  // Names of the statements prepared on this session, by SQL text.
+  std::map<std::string, std::string> prepared_;
+  uint64_t next_prepared_ = 0;
 };
 
 // BEGIN on construction, ROLLBACK on destruction unless committed.

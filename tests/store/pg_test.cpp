@@ -1,0 +1,79 @@
+// store::Connection::exec_pipeline: one round trip for several statements,
+// one implicit transaction, and statements prepared once per session.
+#include "store/pg.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/pg_fixture.hpp"
+
+namespace harvest::store {
+namespace {
+
+class PipelineTest : public harvest::testing::PgTest {
+ protected:
+  std::unique_ptr<Connection> open() {
+    auto c = Connection::open(db_url());
+    EXPECT_TRUE(c) << c.error().message;
+    return std::move(*c);
+  }
+  static long long prepared_count(Connection& c) {
+    auto r = c.exec("SELECT count(*) AS v FROM pg_prepared_statements");
+    return r ? r->get_int(0, "v") : -1;
+  }
+};
+
+TEST_F(PipelineTest, statements_run_as_one_transaction_in_order) {
+  auto c = open();
+  ASSERT_TRUE(c->exec("CREATE TABLE pipe_t (v int PRIMARY KEY)"));
+  auto ok = c->exec_pipeline(
+      {{"INSERT INTO pipe_t VALUES ($1)", {"1"}}, {"SELECT count(*) AS v FROM pipe_t", {}}});
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ((*ok)[1].get_int(0, "v"), 1) << "the second statement sees the first";
+  // The second statement fails: the first is rolled back with it.
+  auto bad = c->exec_pipeline(
+      {{"INSERT INTO pipe_t VALUES ($1)", {"2"}}, {"INSERT INTO pipe_t VALUES ($1)", {"1"}}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(scalar("SELECT count(*) FROM pipe_t"), 1);
+}
+
+TEST_F(PipelineTest, a_prepared_statement_is_prepared_once_per_session) {
+  auto c = open();
+  const Statement twice{"SELECT $1::int * 2 AS v", {"21"}, true};
+  for (int i = 0; i < 3; ++i) {
+    auto r = c->exec_pipeline({twice, {"SELECT $1::int + 1 AS v", {"1"}, true}});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ((*r)[0].get_int(0, "v"), 42);
+    EXPECT_EQ((*r)[1].get_int(0, "v"), 2);
+  }
+  EXPECT_EQ(prepared_count(*c), 2) << "each statement prepared exactly once";
+  // Alone, a prepared statement takes the same path.
+  auto one = c->exec_pipeline({twice});
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->front().get_int(0, "v"), 42);
+}
+
+TEST_F(PipelineTest, a_prepare_aborted_by_an_earlier_failure_is_prepared_again_later) {
+  auto c = open();
+  const Statement late{"SELECT $1::int - 1 AS v", {"5"}, true};
+  auto bad = c->exec_pipeline({{"SELECT 1 / $1::int", {"0"}}, late});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::kBadRequest) << "22012 division by zero";
+  auto good = c->exec_pipeline({late});
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_EQ(good->front().get_int(0, "v"), 4);
+}
+
+TEST_F(PipelineTest, a_borrowed_session_gets_unprepared_statements) {
+  auto owner = open();
+  for (int i = 0; i < 2; ++i) {
+    auto borrowed = Connection::borrow(owner->raw());
+    auto r = borrowed->exec_pipeline({{"SELECT $1::int AS v", {"7"}, true}});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->front().get_int(0, "v"), 7);
+  }
+  EXPECT_EQ(prepared_count(*owner), 0) << "nothing left behind in the caller's session";
+}
+
+}  // namespace
+}  // namespace harvest::store
