@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
   }
   // A ~1 KB JSON body, like a typical order event.
   std::string pad(900, 'x');
-  fmt::print("{:<14} {:>8} {:>10} {:>9} {:>9} {:>9}\n", "max_in_flight", "msgs", "msgs/s",
-             "p50 ms", "p99 ms", "RSS MiB");
+  fmt::print("{:<14} {:>8} {:>10} {:>9} {:>9} {:>9}\n", "max_in_flight", "msgs", "msgs/s", "p50 ms",
+             "p99 ms", "RSS MiB");
   for (size_t in_flight : {1, 16, 64}) {
     auto metrics = std::make_shared<metrics::RecordingMetrics>();
     std::string name = fmt::format("bench-{}-{}", in_flight, std::time(nullptr));

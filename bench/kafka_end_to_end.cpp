@@ -8,9 +8,13 @@
 // - harvest, max_in_flight 16 and 64: the topic is pre-filled, then the
 //   runtime drains it (max_batch 256); the clock runs from the first pass
 //   that receives a record until the last record's offset is acked (the
-//   group's commit is then checked to cover every record). Once with the
-//   KafkaSource's default read-ahead (max_buffered 1000), once with 10000.
+//   group's commit and the executions in PostgreSQL are then checked to
+//   cover every record). KafkaSource's default read-ahead.
 //   Latency column: dispatch (map → durable start committed), per record.
+// - completed: as above with a worker (concurrency 8) in the same process;
+//   the clock stops when the last one-step run has completed.
+// - --backlog N: one drain of N records in a process of its own, reporting
+//   peak RSS (VmHWM).
 // - fixed rate: 500 msg/s for 10 s produced while the runtime consumes
 //   (max_in_flight 16, poll_timeout 100 ms, idle_backoff 10 ms). Latency
 //   column: produce call → the offset commit of a prefix covering the record
@@ -35,6 +39,7 @@
 
 #include "connector/runtime.hpp"
 #include "engine/engine.hpp"
+#include "engine/worker.hpp"
 #include "kafka/kafka_source.hpp"
 #include "kafka/testing/test_broker.hpp"
 #include "plugin/migrations.hpp"
@@ -49,6 +54,20 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int kPartitions = 8;
+
+// The latency samples of the case that ran last (for its RESULT line).
+std::vector<double> last_latencies;
+double last_peak_rss = 0;
+
+// Executions in PostgreSQL started from `topic` (workflow ids "<topic>-<i>").
+long long executions_of(store::Connection& db, const std::string& topic,
+                        const std::string& status = "") {
+  auto r = db.exec(
+      "SELECT count(*) AS n FROM harvest_workflow_executions WHERE workflow_name = 'ingest' "
+      "AND starts_with(workflow_id, $1) AND ($2 = '' OR status = $2)",
+      {topic + "-", status});
+  return r ? r->get_int(0, "n") : -1;
+}
 constexpr size_t kRecordBytes = 1024;
 
 [[noreturn]] void die(const std::string& what) {
@@ -215,8 +234,8 @@ std::shared_ptr<SourceBinding> ingest_binding(const std::string& name, const std
 }
 
 // librdkafka consume + COPY into a plain table; no harvest.
-void raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& broker,
-                 store::Connection& db, const std::string& run, int n) {
+double raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& broker,
+                   store::Connection& db, const std::string& run, int n) {
   const auto topic = fresh_topic(broker, "bench-raw-" + run);
   fill(bootstrap, topic, n);
   if (auto r = db.exec(
@@ -291,14 +310,27 @@ void raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& broke
   consumer->close();
   print_row("raw ceiling: consume + COPY 500 + commitSync", copied, secs, copy_us);
   (void)db.exec("DROP TABLE bench_kafka_raw");  // best effort: leave nothing behind
+  last_latencies = copy_us;
+  return copied / secs;
 }
 
-void drain(const std::string& bootstrap, kafka::testing::TestBroker& broker, engine::Engine& engine,
-           const std::string& run, int n, size_t max_in_flight,
-           std::optional<size_t> max_buffered) {
-  const auto topic = fresh_topic(
-      broker, fmt::format("bench-mif{}-buf{}-{}", max_in_flight, max_buffered.value_or(0), run));
+// Drains a pre-filled topic through the runtime; with `complete`, a worker
+// in the same process runs every started workflow and the clock stops when
+// the last run completed. Returns msgs/s; dies if any count is off.
+double drain(const std::string& bootstrap, kafka::testing::TestBroker& broker,
+             engine::Engine& engine, store::Connection& db, const std::string& run, int n,
+             size_t max_in_flight, std::optional<size_t> max_buffered, bool complete = false,
+             const std::string& prefix = "bench") {
+  const auto topic =
+      fresh_topic(broker, fmt::format("{}-mif{}-buf{}{}-{}", prefix, max_in_flight,
+                                      max_buffered.value_or(0), complete ? "-run" : "", run));
   fill(bootstrap, topic, n);
+  std::unique_ptr<engine::Worker> worker;
+  if (complete) {
+    worker = std::make_unique<engine::Worker>(engine, engine::WorkerConfig{.concurrency = 8});
+    worker->start();
+  }
+  double peak_rss = 0;
   auto source = kafka::KafkaSource::connect(consumer_config(bootstrap, topic, max_buffered));
   if (!source) die(source.error().message);
   auto metrics = std::make_shared<metrics::RecordingMetrics>();
@@ -316,9 +348,21 @@ void drain(const std::string& bootstrap, kafka::testing::TestBroker& broker, eng
     if (s->retried || s->dead_lettered) die("a record was retried or dead-lettered");
     if (s->received > 0 && !t0) t0 = pass_started;
     acked += s->acked;
+    peak_rss = std::max(peak_rss, bench::rss_mib());
   }
   if (acked < static_cast<size_t>(n)) die("the runtime did not drain the topic in time");
+  if (complete) {
+    for (auto until = SteadyClock::now() + 300s;
+         executions_of(db, topic, "completed") < n && SteadyClock::now() < until;) {
+      std::this_thread::sleep_for(5ms);  // polling PostgreSQL for the last completion
+    }
+    worker->stop();
+  }
   const double secs = std::chrono::duration<double>(SteadyClock::now() - *t0).count();
+  if (const auto started = executions_of(db, topic); started != n) {
+    die(fmt::format("{} executions in PostgreSQL for {} records", started, n));
+  }
+  if (complete && executions_of(db, topic, "completed") != n) die("not every run completed");
   // Not timed: the group's commit must really cover every record.
   std::map<int32_t, int64_t> end;
   for (int p = 0; p < kPartitions; ++p) end[p] = n / kPartitions + (p < n % kPartitions ? 1 : 0);
@@ -331,9 +375,13 @@ void drain(const std::string& bootstrap, kafka::testing::TestBroker& broker, eng
   if (committed != end) die("the group's commit does not cover every record");
   auto lat = metrics->observations(metrics::kConnectorDispatchSeconds, {{"source", topic}});
   for (auto& v : lat) v *= 1e6;
-  print_row(fmt::format("harvest mif {:>2}, max_buffered {:>5}", max_in_flight,
-                        max_buffered ? std::to_string(*max_buffered) : "1000*"),
+  print_row(fmt::format("harvest mif {:>2}, max_buffered {:>6}{}", max_in_flight,
+                        max_buffered ? std::to_string(*max_buffered) : "*",
+                        complete ? ", completed" : ""),
             acked, secs, lat);
+  last_latencies = lat;
+  last_peak_rss = peak_rss;
+  return n / secs;
 }
 
 void fixed_rate(const std::string& bootstrap, kafka::testing::TestBroker& broker,
@@ -391,7 +439,10 @@ void fixed_rate(const std::string& bootstrap, kafka::testing::TestBroker& broker
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
+  // bench_kafka_end_to_end [n=20000] | --backlog [n=1000000]
+  const bool backlog = argc > 1 && std::string(argv[1]) == "--backlog";
+  const int n =
+      argc > (backlog ? 2 : 1) ? std::atoi(argv[backlog ? 2 : 1]) : (backlog ? 1'000'000 : 20'000);
   const char* env = std::getenv("KAFKA_BOOTSTRAP");
   const std::string bootstrap = env && *env ? env : "127.0.0.1:19092";
   auto broker = kafka::testing::TestBroker::connect(bootstrap);
@@ -412,21 +463,30 @@ int main(int argc, char** argv) {
              bootstrap, kPartitions, record("x").size(), n);
   fmt::print("{:<48} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "case", "msgs", "msgs/s", "p50 ms", "p99 ms",
              "RSS MiB");
-  raw_ceiling(bootstrap, **broker, **db, run, n);
-  // The source's default read-ahead, then a larger one: each time the
-  // read-ahead fills, KafkaSource pauses fetching, and librdkafka 2.0.2
-  // resumes a paused partition only on its broker thread's next wakeup (up
-  // to ~1 s later), which starves a draining runtime.
-  for (std::optional<size_t> max_buffered :
-       {std::optional<size_t>(), std::optional<size_t>(10000)}) {
-    for (size_t max_in_flight : {16, 64}) {
-      drain(bootstrap, **broker, **engine, run, n, max_in_flight, max_buffered);
-    }
+  if (backlog) {
+    // One process per backlog run, so its peak RSS is this case's alone.
+    const double rate = drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, false,
+                              "bench-backlog");
+    bench::result_line("kafka_backlog_1m", rate, 0, last_latencies, bench::peak_rss_mib());
+    return 0;
   }
+  const double ceiling = raw_ceiling(bootstrap, **broker, **db, run, n);
+  const auto ceiling_lat = last_latencies;
+  const double start = drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt);
+  const auto start_lat = last_latencies;
+  const double start_rss = last_peak_rss;
+  (void)drain(bootstrap, **broker, **engine, **db, run, n, 64, std::nullopt);
+  const double complete =
+      drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, /*complete=*/true);
+  const auto complete_lat = last_latencies;
+  const double complete_rss = last_peak_rss;
   fixed_rate(bootstrap, **broker, **engine, run, 500, 10);
   fmt::print(
       "latency columns: raw = one COPY of 500 + commitSync; harvest mif rows = dispatch (map -> "
       "durable start committed), max_in_flight, max_batch 256, * = KafkaSource default; fixed "
       "rate = produce call -> offset commit of a covering prefix sent\n");
+  bench::result_line("kafka_ceiling", ceiling, ceiling, ceiling_lat, bench::rss_mib());
+  bench::result_line("kafka_start", start, ceiling, start_lat, start_rss);
+  bench::result_line("kafka_complete", complete, ceiling, complete_lat, complete_rss);
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -29,6 +30,33 @@ inline double rss_mib() {
     std::getline(f, key);
   }
   return 0;
+}
+
+// Peak resident set size of this process in MiB (VmHWM).
+inline double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "VmHWM:") {
+      double kb;
+      f >> kb;
+      return kb / 1024.0;
+    }
+    std::getline(f, key);
+  }
+  return 0;
+}
+
+// The machine-readable line scripts/bench.sh collects, one per case:
+// RESULT case=<name> msgs_per_s=<x> ceiling_msgs_per_s=<y> ratio=<x/y> ...
+inline void result_line(const std::string& name, double msgs_per_s, double ceiling,
+                        const std::vector<double>& lat_us, double rss) {
+  std::printf(
+      "RESULT case=%s msgs_per_s=%.0f ceiling_msgs_per_s=%.0f ratio=%.3f p50_ms=%.2f "
+      "p99_ms=%.2f rss_mib=%.1f\n",
+      name.c_str(), msgs_per_s, ceiling, ceiling > 0 ? msgs_per_s / ceiling : 0.0,
+      percentile_ms(lat_us, 0.5), percentile_ms(lat_us, 0.99), rss);
+  std::fflush(stdout);
 }
 
 }  // namespace harvest::bench

@@ -152,10 +152,19 @@ class ExecutionStore {
   // by a previous incarnation of this instance: lease owners starting with
   // `own_prefix` that are not `owner`), with their recorded history. Each
   // claim gets its own lease token, starting with `owner` + "/".
+  //
+  // `cursor` (in/out) skips the head of the runnable index: claimed runs
+  // leave dead index entries there until VACUUM, and walking them on every
+  // claim makes a large backlog quadratic. With a cursor the runnable scan
+  // starts at it (run_after >= cursor); a scan that finds fewer than `limit`
+  // runs is followed by one from the start, so a run committed late with an
+  // early run_after waits at most until the backlog thins. On return the
+  // cursor is the latest run_after claimed (epoch microseconds).
   [[nodiscard]] Result<std::vector<ClaimedRun>> claim(const std::vector<std::string>& workflows,
                                                       const std::string& owner,
                                                       std::chrono::milliseconds lease, size_t limit,
-                                                      const std::optional<std::string>& own_prefix);
+                                                      const std::optional<std::string>& own_prefix,
+                                                      std::optional<long long>* cursor = nullptr);
   // Records the result of operation `op_seq`. kConflict: the lease is lost
   // (taken over, or another holder wrote that position first).
   [[nodiscard]] Status record_op(const Fence& fence, int op_seq, const RecordedOp& op);

@@ -28,13 +28,16 @@ constexpr const char* kClaim =
     "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "
     "FROM n WHERE e.id = n.id "
     "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
-    "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq";
+    "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, "
+    "  (extract(epoch FROM e.run_after) * 1000000)::bigint AS run_after_us";
 
 }  // namespace
 
-Result<std::vector<ClaimedRun>> ExecutionStore::claim(
-    const std::vector<std::string>& workflows, const std::string& owner,
-    std::chrono::milliseconds lease, size_t limit, const std::optional<std::string>& own_prefix) {
+Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::string>& workflows,
+                                                      const std::string& owner,
+                                                      std::chrono::milliseconds lease, size_t limit,
+                                                      const std::optional<std::string>& own_prefix,
+                                                      std::optional<long long>* cursor) {
   std::vector<ClaimedRun> out;
   // Tokens "<owner>/<claim>.<kind>/<n>": unique per claim, so two threads of
   // one worker can never both pass the fence for one execution.
@@ -44,9 +47,19 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(
   // process with a stable instance id, runs a previous incarnation of it was
   // running when it died (their lease has not lapsed, but their owner is
   // gone: nobody else will ever renew it).
-  std::vector<std::pair<std::string, store::Params>> kinds = {
-      {"status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", {}},
-      {"status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", {}}};
+  std::vector<std::pair<std::string, store::Params>> kinds;
+  if (cursor && *cursor) {
+    kinds.push_back(
+        {"status IN ('pending', 'waiting') AND run_after <= now() AND run_after >= "
+         "to_timestamp($5::bigint / 1e6) ORDER BY run_after",
+         {std::to_string(**cursor)}});
+  }
+  kinds.push_back(
+      {"status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", {}});
+  kinds.push_back(
+      {"status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", {}});
+  const size_t runnable_kinds = kinds.size() - 1;
+  std::optional<long long> latest;
   if (own_prefix) {
     kinds.push_back(
         {"status = 'running' AND starts_with(lease_owner, $5) AND NOT "
@@ -66,6 +79,7 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(
       break;  // keep what was claimed; their leases are ours either way
     }
     for (int i = 0; i < r->rows(); ++i) {
+      if (k < runnable_kinds) latest = std::max(latest.value_or(0), r->get_int(i, "run_after_us"));
       ClaimedRun c;
       c.id = r->get(i, "id");
       c.lease = r->get(i, "lease_owner");
@@ -78,12 +92,13 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(
       out.push_back(std::move(c));
     }
   }
+  if (cursor) *cursor = latest ? latest : *cursor;
   if (out.empty()) return out;
   // History in a statement of its own, so it is read after the claims
   // committed: a previous holder can write nothing after that.
   std::vector<std::string> ids;
   for (const auto& c : out) ids.push_back(c.id);
-  auto ev = conn_.exec(
+  auto ev = conn_.exec_prepared(
       "SELECT execution_id::text AS execution_id, op_seq, kind, name, payload::text AS payload "
       "FROM harvest_workflow_events WHERE execution_id = ANY($1::uuid[]) AND op_seq IS NOT NULL "
       "ORDER BY execution_id, op_seq",
@@ -103,14 +118,15 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(
 Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedOp& op) {
   // FOR SHARE holds off a takeover (an UPDATE of the row) until this commits,
   // and re-reads the row if one committed first: no row, no event.
-  auto r = conn_.exec(fmt::format("WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} "
-                                  "FOR SHARE) "
-                                  "INSERT INTO harvest_workflow_events "
-                                  "(execution_id, op_seq, kind, name, payload) "
-                                  "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
-                                  kFence),
-                      {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
-                       op.payload.dump()});
+  auto r = conn_.exec_prepared(
+      fmt::format("WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} "
+                  "FOR SHARE) "
+                  "INSERT INTO harvest_workflow_events "
+                  "(execution_id, op_seq, kind, name, payload) "
+                  "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
+                  kFence),
+      {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
+       op.payload.dump()});
   if (!r) return fail(r.error());  // kConflict: another holder wrote this position
   if (r->empty()) return fail(Error::conflict("the run's lease is held by another worker"));
   return {};

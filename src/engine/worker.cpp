@@ -80,8 +80,17 @@ Result<std::vector<Worker::Claimed>> Worker::claim(size_t limit) {
       error = conn.error();  // an unreachable shard must not starve the others
       continue;
     }
+    std::optional<long long> cursor;
+    {
+      std::lock_guard lock(mu_);
+      cursor = cursors_[shard];
+    }
     auto runs = ExecutionStore(**conn).claim(workflows, config_.owner, config_.lease,
-                                             limit - out.size(), own_prefix_);
+                                             limit - out.size(), own_prefix_, &cursor);
+    {
+      std::lock_guard lock(mu_);
+      cursors_[shard] = cursor;
+    }
     if (!runs) {
       error = runs.error();
       continue;

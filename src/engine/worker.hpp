@@ -120,6 +120,8 @@ class Worker {
   bool claiming_ = false;
   std::map<std::string, size_t> active_;  // lease token -> shard, claimed and not settled
   std::atomic<size_t> next_shard_{0};
+  // Per shard: where the runnable scan starts (ExecutionStore::claim). Under mu_.
+  std::map<size_t, std::optional<long long>> cursors_;
   std::atomic<int> crashed_{0};
 };
 

@@ -195,6 +195,12 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   return out;
 }
 
+Result<PgResult> Connection::exec_prepared(const std::string& sql, const Params& params) {
+  auto r = exec_pipeline({Statement{sql, params, true}});
+  if (!r) return fail(r.error());
+  return std::move(r->front());
+}
+
 Result<bool> Connection::wait_notification(std::chrono::milliseconds timeout) {
   auto drain = [&] {
     bool any = false;

@@ -73,6 +73,8 @@ class Connection {
   // caller's transaction they simply run in it.
   [[nodiscard]] Result<std::vector<PgResult>> exec_pipeline(
       const std::vector<Statement>& statements);
+  // exec() of a statement prepared once per session (see Statement).
+  [[nodiscard]] Result<PgResult> exec_prepared(const std::string& sql, const Params& params = {});
   // Waits up to `timeout` for a notification on a channel this connection
   // LISTENs to. true: at least one arrived (all pending ones are consumed).
   // Errors: transient when the connection broke.

@@ -1,11 +1,13 @@
 // ENG-3, ENG-7, ENG-8, ENG-10: durable runs, signals, throttle, retention.
+#include "engine/worker.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
 #include "common/fault.hpp"
-#include "engine/worker.hpp"
+#include "engine/execution_store.hpp"
 #include "support/pg_fixture.hpp"
 
 namespace harvest::engine {
@@ -384,6 +386,36 @@ TEST_F(RunTest, signal_with_start_refuses_a_new_signal_for_a_finished_run_but_re
   ASSERT_FALSE(fresh);
   EXPECT_EQ(fresh.error().kind, ErrorKind::kConflict);
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 1);
+}
+
+// ENG-3: the claim cursor skips the head of the runnable index, yet a run
+// that became runnable below the cursor (a start committed late with an
+// early run_after) is still claimed, by the scan from the start that follows
+// a short cursor scan.
+TEST_F(RunTest, a_run_below_the_claim_cursor_is_still_claimed) {
+  WorkflowRegistry r;
+  r.add("job", [](WorkflowContext&, Json in) { return in; });
+  auto engine = open_engine(std::move(r));
+  auto first = engine->start({.workflow = "job", .input = 1});
+  ASSERT_TRUE(first);
+  ExecutionStore store(db());
+  std::optional<long long> cursor;
+  auto a = store.claim({"job"}, "w", 60s, 1, std::nullopt, &cursor);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_EQ(a->size(), 1u);
+  ASSERT_TRUE(cursor) << "the cursor moved to the claimed run";
+
+  auto late = engine->start({.workflow = "job", .input = 2});
+  ASSERT_TRUE(late);
+  ASSERT_TRUE(db().exec(
+      "UPDATE harvest_workflow_executions SET run_after = now() - interval '1 hour' WHERE id = $1",
+      {*late->execution_id}));
+  const auto before = cursor;
+  auto b = store.claim({"job"}, "w", 60s, 5, std::nullopt, &cursor);
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_EQ(b->size(), 1u) << "the fallback scan from the start found the late run";
+  EXPECT_EQ(b->front().id, *late->execution_id);
+  EXPECT_LT(*cursor, *before) << "the cursor follows what was claimed";
 }
 
 }  // namespace

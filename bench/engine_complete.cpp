@@ -1,0 +1,61 @@
+// Worker throughput: N one-step runs started in batches of 256, then a
+// worker (concurrency 8) in the same process completes them; runs/s from the
+// worker's start to the last completion, checked in PostgreSQL.
+//   HARVEST_DATABASE_URL=... bench_engine_complete [runs=20000]
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "engine/engine.hpp"
+#include "engine/worker.hpp"
+#include "store/pg.hpp"
+#include "support/stats.hpp"
+
+using namespace harvest;
+using namespace harvest::engine;
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
+  WorkflowRegistry r;
+  r.add("bench_complete",
+        [](WorkflowContext& ctx, Json in) { return ctx.step("one", [&] { return in.size(); }); });
+  EngineConfig config;
+  config.profile = "dev";
+  config.pool_size = 20;
+  auto engine = Engine::open(config, std::move(r));
+  if (!engine) {
+    fmt::print(stderr, "{}\n", engine.error().message);
+    return 1;
+  }
+  auto db = store::Connection::open((*engine)->database_url());
+  if (!db) return 1;
+  (void)(*db)->exec(
+      "DELETE FROM harvest_workflow_executions WHERE workflow_name = 'bench_complete'");
+  for (int i = 0; i < n; i += 256) {
+    std::vector<StartRequest> batch;
+    for (int j = i; j < std::min(n, i + 256); ++j) {
+      batch.push_back({.workflow = "bench_complete", .input = Json{{"i", j}}});
+    }
+    for (auto& res : (*engine)->start_batch(batch)) {
+      if (!res) {
+        fmt::print(stderr, "start failed: {}\n", res.error().message);
+        return 1;
+      }
+    }
+  }
+  auto completed = [&] {
+    auto c = (*db)->exec(
+        "SELECT count(*) AS n FROM harvest_workflow_executions WHERE workflow_name = "
+        "'bench_complete' AND status = 'completed'");
+    return c ? c->get_int(0, "n") : -1;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  Worker worker(**engine, {.concurrency = 8});
+  worker.start();
+  while (completed() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  worker.stop();
+  fmt::print("{} one-step runs completed in {:.2f} s: {:.0f} runs/s, RSS {:.1f} MiB\n", n, secs,
+             n / secs, bench::rss_mib());
+  return 0;
+}
