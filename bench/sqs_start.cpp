@@ -20,6 +20,7 @@
 #include "plugin/migrations.hpp"
 #include "sqs/sqs_client.hpp"
 #include "sqs/sqs_source.hpp"
+#include "store/pg.hpp"
 #include "support/stats.hpp"
 
 using namespace harvest;
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
              "RSS MiB");
 
   const std::string run = std::to_string(std::time(nullptr));
+  double loop_rate = 0;  // the plain receive+delete loop: the ceiling
   // Baseline: receive 10, delete 10, repeat; no harvest involved. Latency
   // column: one receive + delete round trip.
   {
@@ -123,8 +125,10 @@ int main(int argc, char** argv) {
       drained += got->size();
       lat.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t).count());
     }
-    print_row("raw receive+delete, no harvest", drained,
-              std::chrono::duration<double>(SteadyClock::now() - t0).count(), lat);
+    const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+    print_row("raw receive+delete, no harvest", drained, secs, lat);
+    loop_rate = drained / secs;
+    bench::result_line("sqs_loop", loop_rate, loop_rate, lat, bench::rss_mib());
     (void)(*client)->delete_queue(q->first);  // best effort: a bench leaves no queues behind
   }
 
@@ -165,6 +169,19 @@ int main(int argc, char** argv) {
     auto lat = metrics->observations(metrics::kConnectorDispatchSeconds, {{"source", name}});
     for (auto& v : lat) v *= 1e6;  // µs for percentile_ms
     print_row(fmt::format("harvest, max_batch {:>3}", max_batch), acked, secs, lat);
+    // Not timed: one execution per message, in PostgreSQL.
+    auto db = store::Connection::open((*engine)->database_url());
+    auto rows = db ? (*db)->exec(
+                         "SELECT count(*) AS n FROM harvest_workflow_executions WHERE "
+                         "workflow_name = 'ingest' AND starts_with(workflow_id, $1)",
+                         {name + "-"})
+                   : fail(db.error());
+    if (!rows || rows->get_int(0, "n") != n) {
+      fmt::print(stderr, "executions in PostgreSQL do not match the {} messages\n", n);
+      return 1;
+    }
+    if (max_batch == 10)
+      bench::result_line("sqs_start", acked / secs, loop_rate, lat, bench::rss_mib());
     (void)(*client)->delete_queue(q->first);  // best effort, as above
   }
   return 0;

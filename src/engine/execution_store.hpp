@@ -145,6 +145,13 @@ class ExecutionStore {
                                           const Json& payload,
                                           const std::optional<std::string>& key);
 
+  // A table PostgreSQL has never analyzed is planned from guesses: the claim
+  // then reads every pending run each time (quadratic on a fresh
+  // deployment's first backlog, until autovacuum's first pass). Analyzes the
+  // run tables once they hold `min_rows` changes and were never analyzed;
+  // returns whether they are analyzed now (false: not yet worth it).
+  [[nodiscard]] Result<bool> analyze_if_never_analyzed(long long min_rows);
+
   // ---- runs: claims, history, outcomes (execution_store_runs.cpp) ----------
 
   // Claims up to `limit` runnable executions of `workflows` (pending/waiting

@@ -115,6 +115,22 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
   return out;
 }
 
+Result<bool> ExecutionStore::analyze_if_never_analyzed(long long min_rows) {
+  auto r = conn_.exec(
+      "SELECT c.reltuples::bigint AS tuples, COALESCE(s.n_mod_since_analyze, 0) AS changed "
+      "FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid "
+      "WHERE c.oid = 'harvest_workflow_executions'::regclass");
+  if (!r) return fail(r.error());
+  if (r->empty()) return false;
+  if (r->get_int(0, "tuples") >= 0) return true;
+  if (r->get_int(0, "changed") < min_rows) return false;
+  auto a = conn_.exec_script(
+      "ANALYZE harvest_workflow_executions; ANALYZE harvest_workflow_events; "
+      "ANALYZE harvest_start_idempotency; ANALYZE harvest_signals");
+  if (!a) return fail(a.error());
+  return true;
+}
+
 Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedOp& op) {
   // FOR SHARE holds off a takeover (an UPDATE of the row) until this commits,
   // and re-reads the row if one committed first: no row, no event.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "common/fault.hpp"
 #include "common/ids.hpp"
 #include "common/json.hpp"
@@ -307,11 +309,21 @@ void Worker::heartbeat_loop(std::stop_token st) {
 void Worker::maintenance_loop(std::stop_token st) {
   auto next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
   auto next_depth = std::chrono::steady_clock::now();
+  std::set<size_t> analyzed;  // shards whose run tables have statistics
   while (!st.stop_requested()) {
     nap(st, config_.admission_interval);
     if (st.stop_requested()) break;
     if (auto r = engine_.fire_deferred(); !r) {
       log::warn("firing deferred starts failed: {}", r.error().describe());
+    }
+    for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
+      if (analyzed.contains(shard)) continue;
+      auto conn = engine_.pool(shard).acquire();
+      if (!conn) continue;
+      // Checked each beat until true; a failure is retried next beat.
+      if (auto r = ExecutionStore(**conn).analyze_if_never_analyzed(1000); r && *r) {
+        analyzed.insert(shard);
+      }
     }
     if (std::chrono::steady_clock::now() >= next_depth) {
       (void)engine_.queue_depth();  // publishes the gauge; a failed probe is retried next time

@@ -50,6 +50,18 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
   // Keep server notices (e.g. "relation already exists, skipping") off stderr.
   PQsetNoticeProcessor(
       c, [](void*, const char*) {}, nullptr);
+  // Prepared statements skip parsing, but are planned on every execution: a
+  // cached generic plan made while a table was small (a fresh deployment)
+  // would keep scanning it whole as it grows.
+  PGresult* set = PQexec(c, "SET plan_cache_mode = force_custom_plan");
+  const bool ok = PQresultStatus(set) == PGRES_COMMAND_OK;
+  PQclear(set);
+  if (!ok) {
+    std::string msg = PQerrorMessage(c);
+    PQfinish(c);
+    return fail(Error{ErrorKind::kTransient, "cannot connect to the database; retry",
+                      "configuring the session: " + msg});
+  }
   return std::unique_ptr<Connection>(new Connection(c, true));
 }
 

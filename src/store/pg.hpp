@@ -25,8 +25,9 @@ using Params = std::vector<Param>;
 struct Statement {
   std::string sql;
   Params params;
-  // Prepare once per connection and reuse (parse and plan once): for the
-  // hot, fixed statements of the durable path.
+  // Prepare once per connection and reuse (parsed once, planned on each
+  // execution: harvest's sessions run with plan_cache_mode =
+  // force_custom_plan): for the hot, fixed statements of the durable path.
   bool prepared = false;
 };
 

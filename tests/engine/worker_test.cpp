@@ -418,5 +418,27 @@ TEST_F(RunTest, a_run_below_the_claim_cursor_is_still_claimed) {
   EXPECT_LT(*cursor, *before) << "the cursor follows what was claimed";
 }
 
+// A fresh deployment's run tables get statistics from the worker once they
+// hold enough changes, instead of being planned from guesses until
+// autovacuum's first pass.
+TEST_F(RunTest, the_worker_analyzes_never_analyzed_run_tables_once_they_fill) {
+  WorkflowRegistry r;
+  r.add("job", [](WorkflowContext&, Json in) { return in; });
+  auto engine = open_engine(std::move(r));
+  auto tuples = [&] {
+    return scalar(
+        "SELECT reltuples::bigint FROM pg_class WHERE oid = "
+        "'harvest_workflow_executions'::regclass");
+  };
+  ASSERT_EQ(tuples(), -1) << "a fresh table has never been analyzed";
+  std::vector<StartRequest> batch;
+  for (int i = 0; i < 1200; ++i) batch.push_back({.workflow = "job", .input = i});
+  for (auto& s : engine->start_batch(batch)) ASSERT_TRUE(s) << s.error().message;
+  Worker worker(*engine, {.concurrency = 2, .admission_interval = 20ms});
+  worker.start();
+  EXPECT_TRUE(eventually([&] { return tuples() >= 1000; }, 10s))
+      << "the worker analyzed the executions table";
+}
+
 }  // namespace
 }  // namespace harvest::engine
