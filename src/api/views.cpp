@@ -25,6 +25,8 @@ Json to_json(const engine::ExecutionView& view) {
   return Json{{"execution_id", view.id},
               {"workflow", view.workflow_name},
               {"workflow_id", opt(view.workflow_id)},
+              {"run", view.run_no},
+              {"current_run", view.current},
               {"status", view.status},
               {"input", view.input},
               {"output", view.output},

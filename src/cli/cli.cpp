@@ -163,6 +163,7 @@ int show_execution(engine::Engine& engine, const std::string& id, bool json, std
       {"execution", v.id},
       {"workflow", v.workflow_name},
       {"workflow_id", or_dash(v.workflow_id)},
+      {"run", std::to_string(v.run_no) + (v.current ? "" : " (superseded)")},
       {"status", v.status},
       {"attempt", std::to_string(v.attempt)},
       {"start_source", v.start_source},
@@ -360,8 +361,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.list_cmd->add_option("--limit", o.filter.limit, "page size, 1..500")
       ->default_val(50)
       ->check(CLI::Range(1, 500));
-  o.list_cmd->add_option("--cursor", o.cursor,
-                         "the next page's cursor from a previous listing");
+  o.list_cmd->add_option("--cursor", o.cursor, "the next page's cursor from a previous listing");
   o.show_cmd = executions->add_subcommand("show", "one execution with its history");
   o.show_cmd->add_option("id", o.execution_id, "execution id")->required();
 

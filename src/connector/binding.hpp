@@ -117,6 +117,13 @@ class SourceBinding {
     idempotency_mode_ = mode;
     return *this;
   }
+  // signals_with_start: what a message for an entity whose run has ended
+  // does. Default kAllowAfterClose (a new run of the same workflow id starts
+  // and gets it); kReject refuses it (dead-lettered as start_rejected).
+  SourceBinding& workflow_id_reuse(engine::WorkflowIdReuse reuse) {
+    reuse_ = reuse;
+    return *this;
+  }
   // Namespace rotation for cutovers (new cluster, recreated topic).
   SourceBinding& key_incarnation(std::string incarnation) {
     key_incarnation_ = std::move(incarnation);
@@ -133,6 +140,7 @@ class SourceBinding {
   [[nodiscard]] uint32_t poison_threshold() const { return poison_threshold_; }
   [[nodiscard]] bool uses_broker_native_dead_letter() const { return broker_native_dead_letter_; }
   [[nodiscard]] IdempotencyMode requested_idempotency_mode() const { return idempotency_mode_; }
+  [[nodiscard]] engine::WorkflowIdReuse workflow_id_reuse() const { return reuse_; }
   [[nodiscard]] const std::string& incarnation() const { return key_incarnation_; }
 
  private:
@@ -157,6 +165,7 @@ class SourceBinding {
   uint32_t poison_threshold_ = 3;
   bool broker_native_dead_letter_ = false;
   IdempotencyMode idempotency_mode_ = IdempotencyMode::kAuto;
+  engine::WorkflowIdReuse reuse_ = engine::WorkflowIdReuse::kAllowAfterClose;
   std::string key_incarnation_;
 };
 

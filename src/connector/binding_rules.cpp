@@ -31,6 +31,13 @@ std::vector<std::string> binding_refusals(const SourceBinding& b,
   const IdempotencyMode asked =
       requested != IdempotencyMode::kAuto ? requested : b.requested_idempotency_mode();
   if (!source) out.push_back(fmt::format("binding '{}' has no source", b.name()));
+  if (source && source->stream() != b.stream()) {
+    out.push_back(fmt::format(
+        "binding '{}' is declared on stream '{}' but its source consumes stream '{}': dead "
+        "letters and metrics would name the wrong stream. Declare the binding on '{}', or give "
+        "the source the binding's stream",
+        b.name(), b.stream(), source->stream(), source->stream()));
+  }
   if (!workflows.find(b.workflow())) {
     out.push_back(
         fmt::format("binding '{}' targets workflow '{}', which is not registered: register "

@@ -134,7 +134,8 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
                                                      .signal = b.signal(),
                                                      .payload = std::move(g->message.payload),
                                                      .source = engine::StartSource::kBroker,
-                                                     .source_ref = g->ref},
+                                                     .source_ref = g->ref,
+                                                     .reuse = b.workflow_id_reuse()},
                       g->key->pass()});
     }
     for (auto& r : engine_.signal_with_start_batch_derived(std::move(reqs))) {

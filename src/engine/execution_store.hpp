@@ -55,12 +55,14 @@ struct NewEntitySignal {
   std::string signal;
   Json payload;
   std::optional<std::string> signal_key;
+  bool reuse_after_close = true;  // a closed current run is followed by a new run
 };
 
 struct StoredEntitySignal {
   std::string execution_id;
   bool started = false;           // this call created the run
-  bool duplicate_signal = false;  // the signal's key was already staged
+  bool duplicate_signal = false;  // the signal's key was already staged, on any run
+  int run_no = 1;
   // The run is completed or failed and the signal is new: nothing was
   // staged. (The caller decides: refuse, or start a new run.)
   std::optional<std::string> closed_status;

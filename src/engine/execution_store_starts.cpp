@@ -52,7 +52,7 @@ constexpr const char* kStartBatch =
     "  max_attempts) "
     "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts FROM fresh "
     "  ORDER BY wf, wid, ord "
-    "  ON CONFLICT (workflow_name, workflow_id) DO NOTHING RETURNING id), "
+    "  ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id), "
     "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "
     "  'start_source_ref', f.ref) FROM fresh f JOIN inserted n ON n.id = f.id) "
@@ -66,7 +66,7 @@ constexpr const char* kResolveBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
     "fix AS (UPDATE harvest_start_idempotency c SET execution_id = e.id "
     "  FROM items i JOIN harvest_workflow_executions e "
-    "  ON e.workflow_name = i.wf AND e.workflow_id = i.wid "
+    "  ON e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded "
     "  WHERE i.key IS NOT NULL AND c.workflow_name = i.wf AND c.idempotency_key = i.key "
     "  AND c.execution_id = i.id "
     "  AND NOT EXISTS (SELECT 1 FROM harvest_workflow_executions x WHERE x.id = i.id) "
@@ -77,7 +77,7 @@ constexpr const char* kResolveBatch =
     "LEFT JOIN harvest_start_idempotency c ON i.key IS NOT NULL AND c.workflow_name = i.wf "
     "  AND c.idempotency_key = i.key "
     "LEFT JOIN harvest_workflow_executions e ON i.key IS NULL AND e.workflow_name = i.wf "
-    "  AND e.workflow_id = i.wid "
+    "  AND e.workflow_id = i.wid AND NOT e.superseded "
     // No key and no workflow_id: nothing to conflict with, the item's own row.
     "LEFT JOIN harvest_workflow_executions n ON i.key IS NULL AND i.wid IS NULL AND n.id = i.id "
     "ORDER BY i.ord";
@@ -90,7 +90,7 @@ constexpr const char* kInsertOne =
     "WITH e AS (INSERT INTO harvest_workflow_executions "
     "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
     "max_attempts) VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7) "
-    "ON CONFLICT (workflow_name, workflow_id) DO NOTHING RETURNING id) "
+    "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id) "
     "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "SELECT id, 'WorkflowStarted', $2, jsonb_build_object('start_source', $5::text, "
     "'start_source_ref', $6::text) FROM e RETURNING execution_id";
@@ -174,7 +174,8 @@ Result<std::optional<std::string>> ExecutionStore::insert(const NewExecution& e)
 Result<std::optional<std::string>> ExecutionStore::find(const std::string& workflow,
                                                         const std::string& workflow_id) {
   auto r = conn_.exec(
-      "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2",
+      "SELECT id FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2 "
+      "AND NOT superseded",
       {workflow, workflow_id});
   if (!r) return fail(r.error());
   if (r->empty()) return std::optional<std::string>{};
@@ -185,18 +186,42 @@ namespace {
 
 constexpr const char* kEntityColumns =
     "ord int, wf text, wid text, id uuid, input jsonb, source text, ref text, max_attempts int, "
-    "startable bool, signal text, payload jsonb, key text";
+    "startable bool, signal text, payload jsonb, key text, reuse bool";
+
+// `i`'s signal key was delivered to some run of its workflow id (the dedupe
+// spans the runs of an entity).
+#define HARVEST_DELIVERED_BEFORE                                    \
+  "(i.key IS NOT NULL AND EXISTS (SELECT 1 FROM harvest_signals s " \
+  "JOIN harvest_workflow_executions x ON x.id = s.execution_id "    \
+  "WHERE x.workflow_name = i.wf AND x.workflow_id = i.wid AND s.idempotency_key = i.key))"
+
+// Closes the books on entity runs that ended: the current run of a workflow
+// id that is completed or failed is superseded when a new message for it may
+// start a new run (policy allow_after_close, a valid start input, a signal
+// not delivered before). Concurrent writers serialise on the run's row lock.
+constexpr const char* kEntitySupersede =
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
+    "fresh AS (SELECT DISTINCT i.wf, i.wid FROM items i WHERE i.startable AND i.reuse "
+    "  AND NOT " HARVEST_DELIVERED_BEFORE
+    ") "
+    "UPDATE harvest_workflow_executions e SET superseded = true, updated_at = now() "
+    "FROM fresh f WHERE e.workflow_name = f.wf AND e.workflow_id = f.wid AND NOT e.superseded "
+    "AND e.status IN ('completed', 'failed') RETURNING e.id";
 
 // Creates the entity runs that do not exist yet (the first startable item of
 // each workflow_id decides its input).
 constexpr const char* kEntityStart =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
-    "firsts AS (SELECT DISTINCT ON (wf, wid) * FROM items WHERE startable ORDER BY wf, wid, ord), "
+    "firsts AS (SELECT DISTINCT ON (wf, wid) * FROM items i WHERE startable "
+    "  AND NOT " HARVEST_DELIVERED_BEFORE
+    " ORDER BY wf, wid, ord), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts) "
-    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts FROM firsts "
-    "  ORDER BY wf, wid ON CONFLICT (workflow_name, workflow_id) DO NOTHING RETURNING id), "
+    "  max_attempts, run_no) "
+    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, "
+    "  COALESCE((SELECT max(x.run_no) FROM harvest_workflow_executions x "
+    "   WHERE x.workflow_name = f.wf AND x.workflow_id = f.wid), 0) + 1 FROM firsts f "
+    "  ORDER BY wf, wid ON CONFLICT DO NOTHING RETURNING id), "
     "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "
     "  'start_source_ref', f.ref) FROM firsts f JOIN inserted n ON n.id = f.id) "
@@ -208,9 +233,9 @@ constexpr const char* kEntityStart =
 // order, and bumps each woken run's signal sequence once per staged signal.
 constexpr const char* kEntitySignal =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
-    "targets AS (SELECT e.id, e.workflow_name, e.workflow_id, e.status "
+    "targets AS (SELECT e.id, e.workflow_name, e.workflow_id, e.status, e.run_no "
     "  FROM harvest_workflow_executions e "
-    "  WHERE (e.workflow_name, e.workflow_id) IN (SELECT wf, wid FROM items) "
+    "  WHERE (e.workflow_name, e.workflow_id) IN (SELECT wf, wid FROM items) AND NOT e.superseded "
     "  ORDER BY e.id FOR NO KEY UPDATE), "
     "staged AS (INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key) "
     "  SELECT t.id, i.signal, i.payload, i.key FROM items i JOIN targets t "
@@ -219,6 +244,8 @@ constexpr const char* kEntitySignal =
     // An item whose start input is invalid may attach only to a run that it
     // did not precede: created before this batch or by an earlier item.
     "  AND (i.startable OR NOT EXISTS (SELECT 1 FROM items c WHERE c.id = t.id AND c.ord > i.ord)) "
+    "  AND NOT " HARVEST_DELIVERED_BEFORE
+    " "
     "  ORDER BY i.ord "
     "  ON CONFLICT (execution_id, idempotency_key) DO NOTHING "
     "  RETURNING execution_id, idempotency_key), "
@@ -226,15 +253,17 @@ constexpr const char* kEntitySignal =
     "  run_after = CASE WHEN e.status = 'waiting' THEN now() ELSE e.run_after END "
     "  FROM (SELECT execution_id, count(*) AS staged FROM staged GROUP BY execution_id) n "
     "  WHERE e.id = n.execution_id) "
-    "SELECT i.ord, t.id::text AS id, t.status, "
-    "  (i.key IS NOT NULL AND EXISTS (SELECT 1 FROM harvest_signals s "
-    "   WHERE s.execution_id = t.id AND s.idempotency_key = i.key)) AS existed, "
+    "SELECT i.ord, t.id::text AS id, t.status, t.run_no, "
+    "  " HARVEST_DELIVERED_BEFORE
+    " AS existed, "
     "  (i.key IS NOT NULL AND EXISTS (SELECT 1 FROM staged s "
     "   WHERE s.execution_id = t.id AND s.idempotency_key = i.key)) AS staged, "
     "  (NOT i.startable AND EXISTS (SELECT 1 FROM items c WHERE c.id = t.id AND c.ord > i.ord)) "
     "   AS before_start "
     "FROM items i LEFT JOIN targets t ON t.workflow_name = i.wf AND t.workflow_id = i.wid "
     "ORDER BY i.ord";
+
+#undef HARVEST_DELIVERED_BEFORE
 
 }  // namespace
 
@@ -247,18 +276,20 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
     j["signal"] = items[i].signal;
     j["payload"] = items[i].payload;
     j["key"] = items[i].signal_key ? Json(*items[i].signal_key) : Json(nullptr);
+    j["reuse"] = items[i].reuse_after_close;
     batch.push_back(std::move(j));
   }
   const std::string param = batch.dump();
   std::vector<store::Statement> statements{
+      {fmt::format(kEntitySupersede, fmt::arg("cols", kEntityColumns)), {param}, true},
       {fmt::format(kEntityStart, fmt::arg("cols", kEntityColumns)), {param}, true},
       {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)), {param}, true}};
   if (notify) statements.push_back({kNotify, {}});
   auto results = conn_.exec_pipeline(statements);
   if (!results) return fail(results.error());
   std::set<std::string> created;
-  for (int r = 0; r < (*results)[0].rows(); ++r) created.insert((*results)[0].get(r, 0));
-  const store::PgResult& rows = (*results)[1];
+  for (int r = 0; r < (*results)[1].rows(); ++r) created.insert((*results)[1].get(r, 0));
+  const store::PgResult& rows = (*results)[2];
   std::vector<StoredEntitySignal> out(items.size());
   // Keyed repeats within one batch: the first staged it, the rest are
   // duplicates even though the row did not exist before the statement.
@@ -272,6 +303,7 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
       continue;
     }
     s.execution_id = *id;
+    s.run_no = static_cast<int>(rows.get_int(r, "run_no"));
     s.started = *id == items[i].start.id && created.contains(*id);
     const std::string status = rows.get(r, "status");
     const bool existed = rows.get_bool(r, "existed");
@@ -300,7 +332,7 @@ Result<std::optional<ExecutionStore::LockedTarget>> ExecutionStore::lock_target(
     }
     return conn_.exec(
         "SELECT id, status FROM harvest_workflow_executions "
-        "WHERE workflow_name = $1 AND workflow_id = $2 FOR NO KEY UPDATE",
+        "WHERE workflow_name = $1 AND workflow_id = $2 AND NOT superseded FOR NO KEY UPDATE",
         {target.workflow, target.workflow_id});
   }();
   if (!r) return fail(r.error());

@@ -9,6 +9,7 @@
 
 #include "common/ids.hpp"
 #include "common/json.hpp"
+#include "common/log.hpp"
 #include "engine/engine.hpp"
 #include "engine/execution_store.hpp"
 #include "engine/identifiers.hpp"
@@ -146,7 +147,8 @@ Result<Engine::PreparedSignal> Engine::prepare_signal_with_start(
                            .startable = !p.bad_input,
                            .signal = req.signal,
                            .payload = req.payload,
-                           .signal_key = req.idempotency_key};
+                           .signal_key = req.idempotency_key,
+                           .reuse_after_close = req.reuse == WorkflowIdReuse::kAllowAfterClose};
   return p;
 }
 
@@ -212,8 +214,14 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
         continue;
       }
       if (s.closed_status) {
-        out[i] =
-            fail(closed_run(s.execution_id, start.workflow, start.workflow_id, *s.closed_status));
+        Error e = closed_run(s.execution_id, start.workflow, start.workflow_id, *s.closed_status);
+        log::warn("signal '{}' to workflow '{}' id '{}' refused ({}): {}", items[k].signal,
+                  start.workflow, start.workflow_id.value_or(""),
+                  start.source_ref.value_or("no source ref"), e.message);
+        config_.metrics->increment(
+            metrics::kEngineSignalsRefused,
+            {{"workflow", workflow_label(start.workflow)}, {"reason", "run_closed"}});
+        out[i] = fail(std::move(e));
         continue;
       }
       woke = woke || !s.duplicate_signal;
@@ -221,7 +229,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
         config_.metrics->increment(metrics::kEngineStarts,
                                    {{"workflow", start.workflow}, {"outcome", "started"}});
       }
-      out[i] = SignalWithStartOutcome{s.execution_id, s.started, s.duplicate_signal};
+      out[i] = SignalWithStartOutcome{s.execution_id, s.started, s.duplicate_signal, s.run_no};
     }
   }
   if (woke) work_.notify();

@@ -71,6 +71,16 @@ struct SignalOutcome {
   std::string execution_id;
 };
 
+// What signal-with-start does when the workflow id's current run has closed
+// (completed or failed).
+enum class WorkflowIdReuse {
+  // A new run of the same workflow id starts (run number + 1) and gets the
+  // signal; the closed run stays readable by its execution id. Default.
+  kAllowAfterClose,
+  // The signal is refused (kConflict: the run accepts no more signals).
+  kReject,
+};
+
 struct SignalWithStartRequest {
   std::string workflow;
   std::string workflow_id;  // required: the entity identity
@@ -81,12 +91,14 @@ struct SignalWithStartRequest {
   std::optional<std::string> idempotency_key;  // the signal's key
   StartSource source = StartSource::kClient;
   std::optional<std::string> source_ref;  // recorded only when this call starts the run
+  WorkflowIdReuse reuse = WorkflowIdReuse::kAllowAfterClose;
 };
 
 struct SignalWithStartOutcome {
   std::string execution_id;
   bool started = false;           // this call created the execution
-  bool duplicate_signal = false;  // the signal's key was already staged
+  bool duplicate_signal = false;  // the signal's key was already staged (on any run)
+  int run_no = 1;                 // which run of the workflow id got the signal
 };
 
 // Throttle admission (ENG-8): at most `starts` per `period` per workflow
@@ -193,6 +205,10 @@ struct ExecutionView {
   std::string id;
   std::string workflow_name;
   std::optional<std::string> workflow_id;
+  // Which run of the workflow id this is (entities may have several, one
+  // after another; only the newest is current).
+  int run_no = 1;
+  bool current = true;
   std::string status;
   Json input;
   Json output;  // null until completed

@@ -39,6 +39,7 @@ std::string help_for(const std::string& name) {
       {kEngineRunsFailed, "Workflow runs failed for good (retries exhausted), by workflow"},
       {kEngineRunSeconds, "Seconds one run attempt took, claim to outcome, by workflow"},
       {kEngineQueueDepth, "Runnable executions waiting for a worker"},
+      {kEngineSignalsRefused, "Signals refused (e.g. to a closed run), by workflow and reason"},
       {kConnectorDispatched, "Broker messages dispatched to the engine, by source and outcome"},
       {kConnectorDeadLettered, "Broker messages dead-lettered, by source and reason"},
       {kConnectorRetried, "Broker messages left for redelivery, by source and reason"},

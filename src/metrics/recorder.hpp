@@ -26,6 +26,9 @@ inline constexpr const char* kEngineRunsFailed = "harvest.engine.runs_failed";
 inline constexpr const char* kEngineRunSeconds = "harvest.engine.run_seconds";
 // Runnable executions waiting for a worker (gauge, no labels).
 inline constexpr const char* kEngineQueueDepth = "harvest.engine.queue_depth";
+// Signals refused (labels: workflow, reason), e.g. to a closed run under
+// WorkflowIdReuse::kReject.
+inline constexpr const char* kEngineSignalsRefused = "harvest.engine.signals_refused";
 inline constexpr const char* kConnectorDispatched = "harvest.connector.dispatched";
 inline constexpr const char* kConnectorDeadLettered = "harvest.connector.dead_lettered";
 inline constexpr const char* kConnectorRetried = "harvest.connector.retried";

@@ -1,7 +1,8 @@
 // CON-2, CON-12: the documented defaults of bindings and the runtime config.
+#include "connector/binding.hpp"
+
 #include <gtest/gtest.h>
 
-#include "connector/binding.hpp"
 #include "connector/runtime.hpp"
 
 namespace harvest::connector {

@@ -130,6 +130,54 @@ TEST_F(ConnectorTest, max_in_flight_n_never_exceeds_n_concurrent_dispatches) {
   EXPECT_GE(peak.load(), 2) << "dispatch really is concurrent";
 }
 
+// CON-4: a runtime built directly refuses what the plugin refuses, with the
+// same message, instead of dead-lettering every message later.
+TEST_F(ConnectorTest, a_directly_built_runtime_refuses_forced_coordinates_on_a_throttled_target) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  try {
+    ConnectorRuntime rt(std::make_shared<SourceBinding>(order_binding("orders", "throttled_order")),
+                        source, *engine_, metrics_, IdempotencyMode::kBrokerCoordinates);
+    FAIL() << "the runtime accepted forced BrokerCoordinates on a throttled workflow";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "binding 'orders' forces idempotency_mode(BrokerCoordinates) on workflow "
+                  "'throttled_order'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// CON-7, CON-9 backstop: a mapping function that throws is a rejection
+// (strike-counted, handed back), and poison once the strikes reach the
+// threshold; the batch around it is dispatched.
+TEST_F(ConnectorTest, a_mapper_that_throws_is_strike_counted_then_dead_lettered) {
+  auto b = SourceBinding::starts("orders", "orders.placed", "fulfil_order");
+  b.map_json([](const MessageCtx&, Order o) -> MapResult {
+     if (o.order_id == "boom") throw std::runtime_error("mapper exploded");
+     return MappedMessage{"order-" + o.order_id, o};
+   }).poison_threshold(2);
+  auto source = std::make_shared<MockSource>("orders.placed", MockSource::Kind::kRedelivering);
+  auto rt = runtime(b, source);
+  source->push_sqs(order_json("boom"));
+  source->push_sqs(order_json("A-1"));
+  auto first = rt->run_once();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->acked, 1u);
+  EXPECT_EQ(first->retried, 1u);
+  EXPECT_TRUE(sink_->letters().empty()) << "one strike is not poison";
+  ASSERT_TRUE(eventually([&] {
+    (void)rt->run_once();
+    return !sink_->letters().empty();
+  }));
+  auto letters = sink_->letters();
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].reason, "mapping_rejected");
+  EXPECT_NE(letters[0].detail.find("mapping threw: mapper exploded"), std::string::npos)
+      << letters[0].detail;
+  EXPECT_EQ(letters[0].attempts, 2);
+  EXPECT_EQ(executions(), 1);
+}
+
 TEST_F(ConnectorTest, undecodable_body_is_dead_lettered_at_once_and_acked) {
   auto source = std::make_shared<MockSource>("orders.placed");
   auto rt = runtime(order_binding(), source);
@@ -467,7 +515,10 @@ TEST_F(ConnectorTest, a_binary_poison_body_is_dead_lettered_in_postgres_byte_for
             "636166e920fffe206e6f74206a736f6e");
 }
 
-TEST_F(ConnectorTest, a_signal_for_an_entity_run_that_already_ended_is_dead_lettered_not_lost) {
+// Issue: entities outlive their runs. With the default reuse policy a
+// reading for a device whose session ended starts the next session run; a
+// redelivery of what the ended run got is a replay, not a second delivery.
+TEST_F(ConnectorTest, a_reading_for_an_entity_whose_run_ended_starts_its_next_run) {
   auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
                                              "reading");
   b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
@@ -481,7 +532,41 @@ TEST_F(ConnectorTest, a_signal_for_an_entity_run_that_already_ended_is_dead_lett
       db().exec("UPDATE harvest_workflow_executions SET status = 'completed', "
                 "completed_at = now()"));
   source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");  // redelivery: still a replay
-  source->push_sqs(R"({"device_id":"7","c":2})", {}, "m-2");  // new reading, nobody to read it
+  source->push_sqs(R"({"device_id":"7","c":2})", {}, "m-2");  // new reading: next session
+  auto s = rt->run_once();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->acked, 2u);
+  EXPECT_EQ(s->dead_lettered, 0u);
+  EXPECT_TRUE(sink_->letters().empty());
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = "
+                   "'device-7'"),
+            2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals s JOIN harvest_workflow_executions e ON "
+                   "e.id = s.execution_id WHERE e.run_no = 2 AND s.payload->>'c' = '2'"),
+            1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 2) << "m-1 delivered once only";
+  EXPECT_EQ(metrics_->counter(metrics::kConnectorDispatched,
+                              L{{"source", "telemetry"}, {"outcome", "idempotent_replay"}}),
+            1);
+}
+
+// With workflow_id_reuse(kReject) the same reading is refused: dead-lettered
+// with the reason, never dropped.
+TEST_F(ConnectorTest, a_reject_binding_dead_letters_a_signal_for_an_ended_entity_run) {
+  auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
+                                             "reading");
+  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
+     return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
+   }).workflow_id_reuse(engine::WorkflowIdReuse::kReject);
+  auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
+  auto rt = runtime(b, source);
+  source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");
+  ASSERT_TRUE(rt->run_once());
+  ASSERT_TRUE(
+      db().exec("UPDATE harvest_workflow_executions SET status = 'completed', "
+                "completed_at = now()"));
+  source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");  // redelivery: still a replay
+  source->push_sqs(R"({"device_id":"7","c":2})", {}, "m-2");  // refused by policy
   auto s = rt->run_once();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->acked, 1u);

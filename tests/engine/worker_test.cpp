@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "common/fault.hpp"
+#include "common/log.hpp"
 #include "engine/execution_store.hpp"
+#include "metrics/recorder.hpp"
 #include "support/pg_fixture.hpp"
 
 namespace harvest::engine {
@@ -369,23 +371,123 @@ TEST_F(RunTest, a_step_result_postgres_cannot_store_fails_the_attempt_instead_of
   EXPECT_EQ(dl->size(), 1u);
 }
 
-TEST_F(RunTest, signal_with_start_refuses_a_new_signal_for_a_finished_run_but_replays_a_known_one) {
+// Policy reject: a new signal for a finished run is refused, logged and
+// counted; a known one still replays.
+TEST_F(RunTest, signal_with_start_reject_refuses_a_new_signal_for_a_finished_run) {
+  log::LogCapture capture;
+  auto rec = std::make_shared<metrics::RecordingMetrics>();
+  WorkflowRegistry r;
+  r.add("entity", [](WorkflowContext&, Json) { return 1; });
+  EngineConfig config;
+  config.metrics = rec;
+  auto engine = open_engine(std::move(r), config);
+  auto first = engine->signal_with_start(
+      {.workflow = "entity", .workflow_id = "e", .signal = "s", .idempotency_key = "k1"});
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(db().exec("UPDATE harvest_workflow_executions SET status = 'completed'"));
+  auto replay = engine->signal_with_start({.workflow = "entity",
+                                           .workflow_id = "e",
+                                           .signal = "s",
+                                           .idempotency_key = "k1",
+                                           .reuse = WorkflowIdReuse::kReject});
+  ASSERT_TRUE(replay);
+  EXPECT_TRUE(replay->duplicate_signal);
+  auto fresh = engine->signal_with_start({.workflow = "entity",
+                                          .workflow_id = "e",
+                                          .signal = "s",
+                                          .idempotency_key = "k2",
+                                          .reuse = WorkflowIdReuse::kReject});
+  ASSERT_FALSE(fresh);
+  EXPECT_EQ(fresh.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
+  EXPECT_TRUE(capture.contains({"refused", "'e'", "accepts no more signals"}));
+  EXPECT_EQ(rec->counter(metrics::kEngineSignalsRefused,
+                         {{"workflow", "entity"}, {"reason", "run_closed"}}),
+            1);
+}
+
+// Policy allow_after_close (the default): the next signal for a closed
+// entity starts run 2 of the same workflow id; the signal dedupe spans the
+// runs, so a replay of what run 1 got is not delivered to run 2.
+TEST_F(RunTest, signal_with_start_starts_the_next_run_after_the_entity_run_closed) {
   WorkflowRegistry r;
   r.add("entity", [](WorkflowContext&, Json) { return 1; });
   auto engine = open_engine(std::move(r));
   auto first = engine->signal_with_start(
       {.workflow = "entity", .workflow_id = "e", .signal = "s", .idempotency_key = "k1"});
   ASSERT_TRUE(first);
+  EXPECT_EQ(first->run_no, 1);
   ASSERT_TRUE(db().exec("UPDATE harvest_workflow_executions SET status = 'completed'"));
+
   auto replay = engine->signal_with_start(
       {.workflow = "entity", .workflow_id = "e", .signal = "s", .idempotency_key = "k1"});
-  ASSERT_TRUE(replay);
+  ASSERT_TRUE(replay) << replay.error().message;
   EXPECT_TRUE(replay->duplicate_signal);
-  auto fresh = engine->signal_with_start(
+  EXPECT_FALSE(replay->started) << "a replay never opens a new run";
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
+
+  auto next = engine->signal_with_start(
       {.workflow = "entity", .workflow_id = "e", .signal = "s", .idempotency_key = "k2"});
-  ASSERT_FALSE(fresh);
-  EXPECT_EQ(fresh.error().kind, ErrorKind::kConflict);
-  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 1);
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_TRUE(next->started);
+  EXPECT_EQ(next->run_no, 2);
+  EXPECT_NE(next->execution_id, first->execution_id);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = 'e'"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = 'e' AND "
+                   "NOT superseded AND run_no = 2 AND status = 'pending'"),
+            1);
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM harvest_signals WHERE execution_id = $1", {next->execution_id}),
+      1);
+
+  auto view1 = engine->get_execution(first->execution_id);
+  auto view2 = engine->get_execution(next->execution_id);
+  ASSERT_TRUE(view1 && view2);
+  EXPECT_EQ(view1->run_no, 1);
+  EXPECT_FALSE(view1->current) << "run 1 stays readable, marked superseded";
+  EXPECT_EQ(view2->run_no, 2);
+  EXPECT_TRUE(view2->current);
+
+  // Run 1's redelivered signal, arriving after run 2 exists: still a replay.
+  auto late = engine->signal_with_start(
+      {.workflow = "entity", .workflow_id = "e", .signal = "s", .idempotency_key = "k1"});
+  ASSERT_TRUE(late);
+  EXPECT_TRUE(late->duplicate_signal);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 2);
+  // A plain start of the same workflow id still dedupes onto the current run.
+  auto start = engine->start({.workflow = "entity", .workflow_id = "e"});
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->kind, StartOutcomeKind::kIdempotentReplay);
+}
+
+// Many writers racing for a closed entity open exactly one next run.
+TEST_F(RunTest, concurrent_signals_after_close_open_exactly_one_next_run) {
+  WorkflowRegistry r;
+  r.add("entity", [](WorkflowContext&, Json) { return 1; });
+  auto engine = open_engine(std::move(r));
+  ASSERT_TRUE(engine->signal_with_start(
+      {.workflow = "entity", .workflow_id = "e", .signal = "s", .idempotency_key = "k0"}));
+  ASSERT_TRUE(db().exec("UPDATE harvest_workflow_executions SET status = 'completed'"));
+  std::vector<std::jthread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto s = engine->signal_with_start({.workflow = "entity",
+                                          .workflow_id = "e",
+                                          .signal = "s",
+                                          .idempotency_key = "k" + std::to_string(t + 1)});
+      if (s) ++ok;
+    });
+  }
+  threads.clear();
+  EXPECT_EQ(ok, 8);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE NOT superseded"), 1);
+  EXPECT_EQ(scalar("SELECT max(run_no) FROM harvest_workflow_executions"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals s JOIN harvest_workflow_executions e ON "
+                   "e.id = s.execution_id WHERE e.run_no = 2"),
+            8)
+      << "every new signal reached run 2";
 }
 
 // ENG-3: the claim cursor skips the head of the runnable index, yet a run

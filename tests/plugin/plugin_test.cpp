@@ -146,12 +146,22 @@ TEST_F(PluginTest, warns_for_signals_with_start_targets_under_retention_with_the
     return connector::MappedMessage{"device-" + j.value("id", "x"), j};
   });
   auto app = plugin()
-                 .connector(b, mock("q"))
+                 .connector(b, mock("q", "device-telemetry"))
                  .retention(engine::RetentionConfig{}
                                 .with_max_age(std::chrono::hours(72))
                                 .with_workflow_max_age("device_session", std::chrono::hours(24)))
                  .build();
   EXPECT_TRUE(capture.contains({"binding 'telemetry'", "workflow 'device_session'", "86400 s"}));
+}
+
+// A binding whose source consumes another stream is refused at build,
+// naming both streams.
+TEST_F(PluginTest, refuses_a_binding_on_another_stream_than_its_source) {
+  auto msg = refusal_of(plugin().connector(order_binding("orders"), mock("a", "orders.shipped")));
+  EXPECT_NE(msg.find("binding 'orders' is declared on stream 'orders.placed' but its source "
+                     "consumes stream 'orders.shipped'"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(ValidateConnectors, warns_when_more_than_one_shard_is_readable) {
