@@ -204,8 +204,9 @@ ApiResponse Handlers::start(const ApiRequest& req) {
 
 ApiResponse Handlers::signal_with_start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
-    auto body = Body::parse(req.body, false,
-                            {"workflow_id", "input", "signal", "payload", "idempotency_key"});
+    auto body = Body::parse(
+        req.body, false,
+        {"workflow_id", "input", "signal", "payload", "idempotency_key", "workflow_id_reuse"});
     if (!body) return fail(body.error());
     auto workflow_id = body->required_string("workflow_id");
     if (!workflow_id) return fail(workflow_id.error());
@@ -220,11 +221,20 @@ ApiResponse Handlers::signal_with_start(const ApiRequest& req) {
                                        .source = engine::StartSource::kApi};
     if (auto input = body->value("input")) sws.start_input = std::move(*input);
     if (auto payload = body->value("payload")) sws.payload = std::move(*payload);
+    auto reuse = body->string("workflow_id_reuse");
+    if (!reuse) return fail(reuse.error());
+    if (*reuse && **reuse == "reject") {
+      sws.reuse = engine::WorkflowIdReuse::kReject;
+    } else if (*reuse && **reuse != "allow_after_close") {
+      return fail(Error::bad_request(
+          "field 'workflow_id_reuse' must be \"allow_after_close\" (the default) or \"reject\""));
+    }
     auto r = engine_.signal_with_start(sws);
     if (!r) return fail(r.error());
     return json_response(r->started ? 201 : 200, Json{{"execution_id", r->execution_id},
                                                       {"started", r->started},
-                                                      {"duplicate_signal", r->duplicate_signal}});
+                                                      {"duplicate_signal", r->duplicate_signal},
+                                                      {"run", r->run_no}});
   }());
 }
 

@@ -321,6 +321,31 @@ TEST_F(HttpApiTest, signals_reach_the_run_by_execution_id_and_by_workflow_id_in_
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals WHERE execution_id = $1", {id}), 2);
 }
 
+// The workflow-id reuse policy over HTTP: after the entity's run closed,
+// "reject" is 409 and the default starts run 2 (201).
+TEST_F(HttpApiTest, signal_with_start_after_close_follows_the_reuse_policy) {
+  serve(workflows());
+  const std::string p = path("/workflows/collector/signal-with-start");
+  auto first = post(p, Json{{"workflow_id", "cart-9"}, {"signal", "add"}});
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 201) << first->body;
+  ASSERT_TRUE(db().exec("UPDATE harvest_workflow_executions SET status = 'completed'"));
+  auto refused =
+      post(p, Json{{"workflow_id", "cart-9"}, {"signal", "add"}, {"workflow_id_reuse", "reject"}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 409) << refused->body;
+  auto bad =
+      post(p, Json{{"workflow_id", "cart-9"}, {"signal", "add"}, {"workflow_id_reuse", "maybe"}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("workflow_id_reuse"), std::string::npos) << bad->body;
+  auto next = post(p, Json{{"workflow_id", "cart-9"}, {"signal", "add"}});
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 201) << next->body;
+  EXPECT_EQ(body(next)["run"], 2);
+  EXPECT_EQ(body(next)["started"], true);
+}
+
 TEST_F(HttpApiTest, signal_with_start_is_201_for_the_first_call_then_200_attached) {
   serve(workflows());
   const std::string p = path("/workflows/collector/signal-with-start");
@@ -340,8 +365,9 @@ TEST_F(HttpApiTest, signal_with_start_is_201_for_the_first_call_then_200_attache
       post(p, Json{{"workflow_id", "cart-1"}, {"signal", "add"}}, {{"Idempotency-Key", "line-2"}});
   ASSERT_TRUE(attach);
   EXPECT_EQ(attach->status, 200) << attach->body;
-  EXPECT_EQ(body(attach),
-            (Json{{"execution_id", id}, {"started", false}, {"duplicate_signal", false}}));
+  EXPECT_EQ(
+      body(attach),
+      (Json{{"execution_id", id}, {"started", false}, {"duplicate_signal", false}, {"run", 1}}));
 
   auto dup =
       post(p, Json{{"workflow_id", "cart-1"}, {"signal", "add"}, {"idempotency_key", "line-1"}});
