@@ -11,6 +11,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "common/fault.hpp"
 #include "common/log.hpp"
 #include "engine/worker.hpp"
 #include "kafka_connector_fixture.hpp"
@@ -169,6 +170,66 @@ TEST_F(KafkaConnectorTest, two_replicas_rebalancing_mid_stream_start_each_record
 // hand-back); the runtime sees a stalled prefix, recover() rebuilds the
 // consumer, the record is redelivered from the last commit and dispatched,
 // and the partition's commit moves on to the end.
+// Entities outlive their runs, on the real broker: a reading committed to
+// the engine but not to the group (crash between the two) is redelivered
+// after its entity's run ended — a replay, not a reading of the next run —
+// and a new reading for that entity starts its next run. Nothing is
+// dead-lettered and the group's commit covers both records.
+TEST_F(KafkaConnectorTest, an_entity_whose_run_ended_gets_a_next_run_and_a_redelivery_is_a_replay) {
+  const auto topic = make_topic(1);
+  const auto group = unique_name("g");
+  auto b =
+      connector::SourceBinding::signals_with_start("telemetry", topic, "device_session", "reading");
+  b.map_json([](const connector::MessageCtx&, engine::Json r) -> connector::MapResult {
+    return connector::MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
+  });
+  auto produce = [&](int seq) {
+    auto offset = broker_->produce(
+        topic, Record{.payload = engine::Json{{"device_id", "7"}, {"seq", seq}}.dump()});
+    ASSERT_TRUE(offset) << offset.error().message;
+  };
+  produce(1);
+  {
+    auto source = connect(config(group, topic));
+    auto rt = runtime(b, source, quick_config());
+    fault::arm("connector.after_dispatch_before_ack", fault::Action::kThrow);
+    bool crashed = false;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!crashed && std::chrono::steady_clock::now() < deadline) {
+      try {
+        (void)rt->run_once();
+      } catch (const fault::InjectedCrash&) {
+        crashed = true;
+      }
+    }
+    ASSERT_TRUE(crashed);
+  }
+  ASSERT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 1);
+  EXPECT_TRUE(committed(group, topic).empty()) << "the crash came before the offset commit";
+  // The session ends while the consumer is down.
+  ASSERT_TRUE(db().exec(
+      "UPDATE harvest_workflow_executions SET status = 'completed', completed_at = now()"));
+  produce(2);
+
+  auto source = connect(config(group, topic));
+  auto rt = runtime(b, source, quick_config());
+  {
+    Consumer consumer(*rt);
+    EXPECT_EQ(await_committed(group, topic, {{0, 2}}), (std::map<int32_t, int64_t>{{0, 2}}));
+  }
+  EXPECT_TRUE(sink_->letters().empty());
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 2) << "reading 1 delivered once";
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = "
+                   "'device-7'"),
+            2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals s JOIN harvest_workflow_executions e ON "
+                   "e.id = s.execution_id WHERE e.run_no = 2 AND s.payload->>'seq' = '2'"),
+            1);
+  EXPECT_EQ(metrics_->counter(metrics::kConnectorDispatched,
+                              {{"source", "telemetry"}, {"outcome", "idempotent_replay"}}),
+            1);
+}
+
 TEST_F(KafkaConnectorTest, a_retried_head_wedges_its_partition_until_recover_redelivers_it) {
   constexpr int kRecords = 40;
   constexpr int kPartitions = 2;

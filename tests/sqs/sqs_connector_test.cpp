@@ -502,6 +502,83 @@ TEST_F(SqsConnectorTest, signals_with_start_gathers_each_devices_readings_into_o
   }
 }
 
+// Entities outlive their runs, on the real SQS server: the consumer is down
+// longer than the sessions' idle time, every session ends, and the readings
+// that arrive meanwhile open each device's next session — none is
+// dead-lettered. A reading whose delete was lost in a crash after its commit
+// is redelivered after its session ended: it is a replay, not a reading of
+// the next session.
+TEST_F(SqsConnectorTest, readings_after_the_sessions_ended_open_the_next_sessions_and_dedupe) {
+  auto queue = queues_.create("sessions");
+  auto reading = [](int device, int seq) {
+    return Json{{"device_id", std::to_string(device)}, {"seq", seq}}.dump();
+  };
+  auto b = SourceBinding::signals_with_start("telemetry", "events", "device_session", "reading");
+  b.map_json([](const MessageCtx&, Json r) -> MapResult {
+    return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
+  });
+  auto source = source_on(queue, /*visibility_secs=*/1);
+  auto completed = [&] {
+    return scalar("SELECT count(*) FROM harvest_workflow_executions WHERE status = 'completed'");
+  };
+  auto run_sessions = [&](long long until_completed) {
+    engine::Worker worker(*engine_, {.concurrency = 2, .poll_interval = 10ms});
+    worker.start();
+    EXPECT_TRUE(eventually([&] { return completed() == until_completed; }, 20s));
+    worker.stop();
+  };
+
+  // First sessions: 2 devices, one crash after the commit of the first pass
+  // leaves its messages undeleted (they come back after the session ends).
+  (void)queues_.send(queue, {reading(0, 1), reading(1, 2)});
+  {
+    auto rt = runtime(b, source);
+    fault::arm("connector.after_dispatch_before_ack", fault::Action::kThrow);
+    bool crashed = false;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!crashed && std::chrono::steady_clock::now() < deadline) {
+      try {
+        auto s = rt->run_once();
+        ASSERT_TRUE(s) << s.error().message;
+      } catch (const fault::InjectedCrash&) {
+        crashed = true;
+      }
+    }
+    ASSERT_TRUE(crashed);
+  }
+  const long long staged = scalar("SELECT count(*) FROM harvest_signals");
+  ASSERT_GE(staged, 1);
+  // The consumer stays down; the sessions reach their idle end.
+  run_sessions(executions());
+
+  // Readings sent during the outage, then the consumer restarts: the
+  // undeleted first readings come back (replays) and the new ones start the
+  // next sessions.
+  (void)queues_.send(queue, {reading(0, 3), reading(1, 4), reading(0, 5)});
+  auto rt = runtime(b, source);
+  auto s = passes_until(*rt, [&](const PassSummary& p) {
+    return queues_.depth(queue) == QueueDepth{0, 0} && p.acked >= 3;
+  });
+  EXPECT_EQ(s.dead_lettered, 0u);
+  EXPECT_EQ(harvest_dead_letters(), 0);
+  EXPECT_EQ(queues_.depth(queue), (QueueDepth{0, 0}));
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 5)
+      << "every reading delivered exactly once across the runs";
+  // Normally both first readings were in the crashed pass (staged == 2); a
+  // device whose first reading came later simply had no earlier session.
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE run_no = 2"), staged)
+      << "each device that had a session got its next one";
+  run_sessions(executions());
+  // Every reading is accounted for in some session's output.
+  std::set<int> seqs;
+  auto rows = db().exec("SELECT output::text AS o FROM harvest_workflow_executions");
+  ASSERT_TRUE(rows);
+  for (int i = 0; i < rows->rows(); ++i) {
+    for (const auto& r : Json::parse(rows->get(i, "o"))) seqs.insert(r.at("seq").get<int>());
+  }
+  EXPECT_EQ(seqs, (std::set<int>{1, 2, 3, 4, 5}));
+}
+
 TEST_F(SqsConnectorTest, message_attributes_are_readable_through_ctx_header) {
   auto queue = queues_.create("attrs");
   auto b = SourceBinding::starts("events", "events", "ingest");
