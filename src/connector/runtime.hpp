@@ -1,7 +1,8 @@
 // The connector runtime: one binding, one source, one loop (CON-5 … CON-14).
 //
-// A pass (`run_once`) checks for a stall, samples lag when due (budgeted,
-// LagSampler), receives a batch and dispatches it by group commit:
+// A pass (`run_once`) samples lag when due (budgeted, LagSampler; first, so a
+// wedged binding keeps reporting what it owes), checks for a stall, receives
+// a batch and dispatches it by group commit:
 //   1. map: every message is mapped and its dedupe key derived on the
 //      dispatch pool, at most `max_in_flight` at once (in broker order with
 //      one). Undecodable and rejected messages get their verdict here.
