@@ -340,7 +340,8 @@ double drain(const std::string& bootstrap, kafka::testing::TestBroker& broker,
   rt.with_dead_letter_sink(std::make_shared<RecordingDeadLetterSink>());
   size_t acked = 0;
   std::optional<SteadyClock::time_point> t0;
-  const auto deadline = SteadyClock::now() + 120s;
+  // 120 s plus 1 ms per record: a drain at under 1,000 msg/s fails loudly.
+  const auto deadline = SteadyClock::now() + 120s + std::chrono::milliseconds(n);
   while (acked < static_cast<size_t>(n) && SteadyClock::now() < deadline) {
     const auto pass_started = SteadyClock::now();
     auto s = rt.run_once();

@@ -17,12 +17,12 @@ inline double percentile_ms(std::vector<double> samples_us, double p) {
   return samples_us[idx] / 1000.0;
 }
 
-// Resident set size of this process in MiB (from /proc/self/status).
-inline double rss_mib() {
+// A memory figure of this process from /proc/self/status, in MiB.
+inline double status_mib(const std::string& field) {
   std::ifstream f("/proc/self/status");
   std::string key;
   while (f >> key) {
-    if (key == "VmRSS:") {
+    if (key == field) {
       double kb;
       f >> kb;
       return kb / 1024.0;
@@ -32,19 +32,12 @@ inline double rss_mib() {
   return 0;
 }
 
-// Peak resident set size of this process in MiB (VmHWM).
+// Resident set size now, and its peak (VmHWM), in MiB.
+inline double rss_mib() {
+  return status_mib("VmRSS:");
+}
 inline double peak_rss_mib() {
-  std::ifstream f("/proc/self/status");
-  std::string key;
-  while (f >> key) {
-    if (key == "VmHWM:") {
-      double kb;
-      f >> kb;
-      return kb / 1024.0;
-    }
-    std::getline(f, key);
-  }
-  return 0;
+  return status_mib("VmHWM:");
 }
 
 // The machine-readable line scripts/bench.sh collects, one per case:

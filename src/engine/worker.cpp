@@ -316,17 +316,17 @@ void Worker::maintenance_loop(std::stop_token st) {
     if (auto r = engine_.fire_deferred(); !r) {
       log::warn("firing deferred starts failed: {}", r.error().describe());
     }
-    for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
-      if (analyzed.contains(shard)) continue;
-      auto conn = engine_.pool(shard).acquire();
-      if (!conn) continue;
-      // Checked each beat until true; a failure is retried next beat.
-      if (auto r = ExecutionStore(**conn).analyze_if_never_analyzed(1000); r && *r) {
-        analyzed.insert(shard);
-      }
-    }
     if (std::chrono::steady_clock::now() >= next_depth) {
       (void)engine_.queue_depth();  // publishes the gauge; a failed probe is retried next time
+      for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
+        if (analyzed.contains(shard)) continue;
+        auto conn = engine_.pool(shard).acquire();
+        if (!conn) continue;
+        // Checked once a second until true; a failure is retried then.
+        if (auto r = ExecutionStore(**conn).analyze_if_never_analyzed(1000); r && *r) {
+          analyzed.insert(shard);
+        }
+      }
       next_depth = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     if (std::chrono::steady_clock::now() >= next_purge) {

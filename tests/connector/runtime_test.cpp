@@ -434,12 +434,19 @@ TEST_F(ConnectorTest, message_ctx_exposes_key_headers_and_coordinates) {
   EXPECT_EQ(bad_key, std::nullopt) << "key_str is absent for a key that is not UTF-8";
 }
 
-TEST_F(ConnectorTest, signals_with_start_makes_one_run_per_entity_with_every_reading) {
+// signals_with_start("telemetry", "device-telemetry", "device_session",
+// "reading"), each reading keyed to its device's entity "device-<id>".
+SourceBinding telemetry_binding() {
   auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
                                              "reading");
   b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
     return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
   });
+  return b;
+}
+
+TEST_F(ConnectorTest, signals_with_start_makes_one_run_per_entity_with_every_reading) {
+  auto b = telemetry_binding();
   auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
   auto rt = runtime(b, source);
   for (int i = 0; i < 12; ++i) {
@@ -519,11 +526,7 @@ TEST_F(ConnectorTest, a_binary_poison_body_is_dead_lettered_in_postgres_byte_for
 // reading for a device whose session ended starts the next session run; a
 // redelivery of what the ended run got is a replay, not a second delivery.
 TEST_F(ConnectorTest, a_reading_for_an_entity_whose_run_ended_starts_its_next_run) {
-  auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
-                                             "reading");
-  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
-    return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
-  });
+  auto b = telemetry_binding();
   auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
   auto rt = runtime(b, source);
   source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");
@@ -553,11 +556,8 @@ TEST_F(ConnectorTest, a_reading_for_an_entity_whose_run_ended_starts_its_next_ru
 // With workflow_id_reuse(kReject) the same reading is refused: dead-lettered
 // with the reason, never dropped.
 TEST_F(ConnectorTest, a_reject_binding_dead_letters_a_signal_for_an_ended_entity_run) {
-  auto b = SourceBinding::signals_with_start("telemetry", "device-telemetry", "device_session",
-                                             "reading");
-  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
-     return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
-   }).workflow_id_reuse(engine::WorkflowIdReuse::kReject);
+  auto b = telemetry_binding();
+  b.workflow_id_reuse(engine::WorkflowIdReuse::kReject);
   auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
   auto rt = runtime(b, source);
   source->push_sqs(R"({"device_id":"7","c":1})", {}, "m-1");

@@ -117,6 +117,22 @@ class SqsConnectorTest : public harvest::testing::PgTest {
     rt->with_dead_letter_sink(sink_);
     return rt;
   }
+  // Arms the fault point between the durable commit and the ack, then runs
+  // passes until it fires (the consumer "dies" there). Returns whether it did.
+  static bool crash_after_commit(ConnectorRuntime& rt) {
+    fault::arm("connector.after_dispatch_before_ack", fault::Action::kThrow);
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        auto s = rt.run_once();
+        EXPECT_TRUE(s) << s.error().message;
+        if (!s) return false;
+      } catch (const fault::InjectedCrash&) {
+        return true;
+      }
+    }
+    return false;
+  }
   // Runs passes until the summed summary satisfies `done` or `timeout` passes.
   PassSummary passes_until(ConnectorRuntime& rt,
                            const std::function<bool(const PassSummary&)>& done,
@@ -278,18 +294,7 @@ TEST_F(SqsConnectorTest, a_redelivery_after_a_crash_between_commit_and_ack_is_th
   auto source = source_on(queue, /*visibility_secs=*/1);
   {
     auto rt = runtime(b, source);
-    fault::arm("connector.after_dispatch_before_ack", fault::Action::kThrow);
-    bool crashed = false;
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!crashed && std::chrono::steady_clock::now() < deadline) {
-      try {
-        auto s = rt->run_once();
-        ASSERT_TRUE(s) << s.error().message;
-      } catch (const fault::InjectedCrash&) {
-        crashed = true;
-      }
-    }
-    ASSERT_TRUE(crashed);
+    ASSERT_TRUE(crash_after_commit(*rt));
   }
   EXPECT_EQ(executions(), 1) << "the dispatch committed";
   EXPECT_EQ(queues_.depth(queue), (QueueDepth{0, 1})) << "but nothing was deleted";
@@ -533,18 +538,7 @@ TEST_F(SqsConnectorTest, readings_after_the_sessions_ended_open_the_next_session
   (void)queues_.send(queue, {reading(0, 1), reading(1, 2)});
   {
     auto rt = runtime(b, source);
-    fault::arm("connector.after_dispatch_before_ack", fault::Action::kThrow);
-    bool crashed = false;
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!crashed && std::chrono::steady_clock::now() < deadline) {
-      try {
-        auto s = rt->run_once();
-        ASSERT_TRUE(s) << s.error().message;
-      } catch (const fault::InjectedCrash&) {
-        crashed = true;
-      }
-    }
-    ASSERT_TRUE(crashed);
+    ASSERT_TRUE(crash_after_commit(*rt));
   }
   const long long staged = scalar("SELECT count(*) FROM harvest_signals");
   ASSERT_GE(staged, 1);
