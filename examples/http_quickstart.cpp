@@ -2,16 +2,16 @@
 //
 //   HARVEST_DATABASE_URL=postgresql://... ./http_quickstart   (or no URL: a
 //   private local cluster under .harvest/, dev profile)
-//   curl -s -XPOST localhost:8080/api/harvest/workflows/greet/start -d '{"input": {"name": "Ada"}}'
-//   curl -s localhost:8080/api/harvest/executions/<execution_id>
+//   curl -s -H 'Content-Type: application/json' localhost:8080/api/harvest/workflows/greet/start -d
+//   '{"input": {"name": "Ada"}}' curl -s localhost:8080/api/harvest/executions/<execution_id>
 //
-// Listens on 127.0.0.1:${HARVEST_HTTP_PORT:-8080}; Ctrl-C stops it.
+// Listens on ${HARVEST_HTTP_HOST:-127.0.0.1}:${HARVEST_HTTP_PORT:-8080}; HARVEST_API_TOKEN (or
+// HARVEST_API_TOKEN_FILE) makes every route but /healthz and /metrics need
+// "Authorization: Bearer <token>". Ctrl-C stops it.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "api/http_server.hpp"
@@ -50,14 +50,12 @@ int main() {
     return 1;
   }
 
-  api::ApiConfig api;
-  if (const char* port = std::getenv("HARVEST_HTTP_PORT")) {
-    auto [end, ec] = std::from_chars(port, port + std::strlen(port), api.port);
-    if (ec != std::errc() || *end != '\0') {
-      fmt::print(stderr, "error: HARVEST_HTTP_PORT '{}' is not a port number\n", port);
-      return 2;
-    }
+  auto api_config = api::api_config_from_env();
+  if (!api_config) {
+    fmt::print(stderr, "error: {}\n", api_config.error().message);
+    return 2;
   }
+  api::ApiConfig api = std::move(*api_config);
   api.metrics = prometheus;
 
   engine::Worker worker(**engine);

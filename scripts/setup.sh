@@ -8,7 +8,7 @@ APT_PACKAGES=(
   libpq-dev postgresql
   librdkafka-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev
-  prometheus-cpp-dev libcli11-dev libcpp-httplib-dev
+  prometheus-cpp-dev libcli11-dev libcpp-httplib-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   kcat curl
 )

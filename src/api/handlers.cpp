@@ -29,19 +29,19 @@ std::string join(std::initializer_list<std::string_view> names) {
 class Body {
  public:
   // An empty body reads as `{}` when the route has no required field.
-  [[nodiscard]] static Result<Body> parse(const std::string& text, bool may_be_empty,
+  [[nodiscard]] static Result<Body> parse(const std::string& text, const JsonLimits& limits,
+                                          bool may_be_empty,
                                           std::initializer_list<std::string_view> fields) {
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
       if (may_be_empty) return Body(Json::object());
       return fail(Error::bad_request(
           fmt::format("request body is empty; expected a JSON object with {}", join(fields))));
     }
-    Json j;
-    try {
-      j = Json::parse(text);
-    } catch (const Json::exception& e) {
-      return fail(Error::bad_request(fmt::format("malformed JSON body: {}", e.what())));
+    auto parsed = parse_json(text, limits);
+    if (!parsed) {
+      return fail(Error::bad_request(fmt::format("request body: {}", parsed.error().message)));
     }
+    Json j = std::move(*parsed);
     if (!j.is_object()) {
       return fail(Error::bad_request(
           fmt::format("request body must be a JSON object, not {}", j.type_name())));
@@ -160,16 +160,25 @@ ApiResponse error_response(int status, std::string_view kind, std::string messag
 }
 
 ApiResponse error_response(const Error& error) {
-  return error_response(http_status(error.kind), to_string(error.kind), error.message);
+  const int status = http_status(error.kind);
+  if (status < 500) return error_response(status, to_string(error.kind), error.message);
+  // The cause of a server-side failure may quote the database (SQL text,
+  // SQLSTATEs, relation names): it is logged, never answered.
+  auto r = error_response(status, to_string(error.kind),
+                          status == 503 ? "the service is temporarily unavailable; retry later"
+                                        : "internal error; the server log has the cause under "
+                                          "this request id");
+  r.log_detail = error.describe();
+  return r;
 }
 
 Handlers::Handlers(engine::Engine& engine, std::string prefix,
-                   std::shared_ptr<metrics::PrometheusMetrics> exporter)
-    : engine_(engine), prefix_(std::move(prefix)), exporter_(std::move(exporter)) {}
+                   std::shared_ptr<metrics::PrometheusMetrics> exporter, JsonLimits json)
+    : engine_(engine), prefix_(std::move(prefix)), exporter_(std::move(exporter)), json_(json) {}
 
 ApiResponse Handlers::start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
-    auto body = Body::parse(req.body, false, {"workflow_id", "input", "idempotency_key"});
+    auto body = Body::parse(req.body, json_, false, {"workflow_id", "input", "idempotency_key"});
     if (!body) return fail(body.error());
     auto workflow_id = body->string("workflow_id");
     if (!workflow_id) return fail(workflow_id.error());
@@ -205,7 +214,7 @@ ApiResponse Handlers::start(const ApiRequest& req) {
 ApiResponse Handlers::signal_with_start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
     auto body = Body::parse(
-        req.body, false,
+        req.body, json_, false,
         {"workflow_id", "input", "signal", "payload", "idempotency_key", "workflow_id_reuse"});
     if (!body) return fail(body.error());
     auto workflow_id = body->required_string("workflow_id");
@@ -251,7 +260,7 @@ ApiResponse Handlers::signal_workflow(const ApiRequest& req) {
 ApiResponse Handlers::signal(const ApiRequest& req, engine::SignalTarget target,
                              const std::string& name) {
   return respond([&]() -> Result<ApiResponse> {
-    auto body = Body::parse(req.body, true, {"payload", "idempotency_key"});
+    auto body = Body::parse(req.body, json_, true, {"payload", "idempotency_key"});
     if (!body) return fail(body.error());
     auto key = idempotency_key(*body, req);
     if (!key) return fail(key.error());
@@ -321,12 +330,14 @@ ApiResponse Handlers::health(const ApiRequest&) {
   auto shards = engine_.shard_status();
   Json list = Json::array();
   std::optional<std::string> problem;
-  for (const auto& s : shards) {
-    list.push_back(to_json(s));
-    if (!s.readable && !problem) {
-      problem = fmt::format("shard {} ({}) is not readable: {}", s.index, s.location,
-                            s.error.value_or("no answer"));
+  std::string causes;
+  for (auto s : shards) {
+    if (!s.readable) {
+      if (!problem) problem = fmt::format("shard {} ({}) is not readable", s.index, s.location);
+      causes += fmt::format("shard {}: {}; ", s.index, s.error.value_or("no answer"));
     }
+    s.error.reset();  // the database's own words stay in the log
+    list.push_back(to_json(s));
   }
   if (shards.empty()) problem = "the engine reports no shard";
   if (problem) {
@@ -334,6 +345,7 @@ ApiResponse Handlers::health(const ApiRequest&) {
     r.body = dump(Json{{"error", to_string(ErrorKind::kTransient)},
                        {"message", *problem},
                        {"shards", std::move(list)}});
+    r.log_detail = causes.empty() ? *problem : causes;
     return r;
   }
   return json_response(200, Json{{"status", "ok"}, {"shards", std::move(list)}});

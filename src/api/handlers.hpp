@@ -1,7 +1,7 @@
 // The HTTP API's route logic, independent of the HTTP library: each handler
 // takes an `ApiRequest` (path captures, query, body, the Idempotency-Key
 // header) and answers an `ApiResponse`. `http_server.cpp` is the only code
-// that touches cpp-httplib. Internal to harvest_api.
+// that touches the HTTP library. Internal to harvest_api.
 #pragma once
 
 #include <map>
@@ -13,6 +13,7 @@
 
 #include "api/views.hpp"
 #include "common/error.hpp"
+#include "common/json.hpp"
 #include "engine/engine.hpp"
 #include "metrics/prometheus.hpp"
 
@@ -33,12 +34,17 @@ struct ApiResponse {
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
+  // What went wrong inside, for the log line (under the request id) only:
+  // never sent. Set for 5xx answers.
+  std::string log_detail;
 };
 
 // A JSON response.
 [[nodiscard]] ApiResponse json_response(int status, const Json& body);
 // {"error": "<kind>", "message": "<what was wrong>"} with the status of
-// `error.kind` (http_status); a transient error also carries Retry-After.
+// `error.kind` (http_status); a transient error also carries Retry-After. A
+// 5xx answer says only what kind of failure it was; the error's own message
+// and detail go to `log_detail`.
 [[nodiscard]] ApiResponse error_response(const Error& error);
 // An error the HTTP layer detects itself (unknown route, body too large).
 [[nodiscard]] ApiResponse error_response(int status, std::string_view kind, std::string message);
@@ -48,8 +54,9 @@ struct ApiResponse {
 class Handlers {
  public:
   // `exporter` may be null: /metrics then answers 404 saying how to enable it.
+  // Request bodies are parsed within `json` (depth and size).
   Handlers(engine::Engine& engine, std::string prefix,
-           std::shared_ptr<metrics::PrometheusMetrics> exporter);
+           std::shared_ptr<metrics::PrometheusMetrics> exporter, JsonLimits json = {});
 
   // POST {prefix}/workflows/{name}/start
   [[nodiscard]] ApiResponse start(const ApiRequest& req);
@@ -79,6 +86,7 @@ class Handlers {
   engine::Engine& engine_;
   std::string prefix_;
   std::shared_ptr<metrics::PrometheusMetrics> exporter_;
+  JsonLimits json_;
 };
 
 }  // namespace harvest::api

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/json.hpp"
 #include "connector/message_ctx.hpp"
 #include "engine/workflow.hpp"
 
@@ -59,6 +60,10 @@ enum class IdempotencyMode {
 };
 [[nodiscard]] std::string_view to_string(IdempotencyMode mode);
 
+// Limits on a broker payload decoded by `map_json`: the documented depth;
+// size is already bounded by the broker (Kafka message.max.bytes, SQS 256 KiB).
+inline constexpr JsonLimits kBrokerJsonLimits{.max_depth = 128, .max_bytes = size_t{64} << 20};
+
 class SourceBinding {
  public:
   // Each message starts `workflow`.
@@ -70,15 +75,18 @@ class SourceBinding {
                                                         std::string workflow, std::string signal);
 
   // Decodes the body as JSON into the mapper's second parameter type
-  // (`F: MapResult(const MessageCtx&, T)`); a body that does not decode is
-  // undecodable (dead-lettered at once).
+  // (`F: MapResult(const MessageCtx&, T)`); a body that does not decode, or
+  // nests deeper than kBrokerJsonLimits.max_depth (128), is undecodable
+  // (dead-lettered at once, with the reason).
   template <typename F>
   SourceBinding& map_json(F f) {
     using T = std::remove_cvref_t<typename detail_arg<F>::type>;
     mapper_ = [f = std::move(f)](const MessageCtx& ctx, std::string_view raw) -> MappingOutcome {
       T value;
       try {
-        value = Json::parse(raw).template get<T>();
+        auto parsed = parse_json(raw, kBrokerJsonLimits);
+        if (!parsed) return {MappingOutcome::Kind::kUndecodable, {}, parsed.error().message};
+        value = parsed->template get<T>();
       } catch (const std::exception& e) {
         return {MappingOutcome::Kind::kUndecodable, {}, e.what()};
       }

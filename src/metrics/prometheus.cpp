@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/ids.hpp"
 #include "common/log.hpp"
 
 namespace harvest::metrics {
@@ -106,7 +107,9 @@ struct PrometheusMetrics::Impl {
 
   static prometheus::Labels convert(const Labels& labels) {
     prometheus::Labels out;
-    for (const auto& [k, v] : labels) out[label_name(k)] = v;
+    // Label values must be UTF-8 for the exposition to parse; whatever
+    // reaches a label (a broker's topic name, say) is made so.
+    for (const auto& [k, v] : labels) out[label_name(k)] = to_valid_utf8(v);
     return out;
   }
 

@@ -212,7 +212,7 @@ TEST_F(HttpApiTest, malformed_or_misshapen_bodies_are_400_naming_the_problem) {
   serve(workflows());
   const std::string p = path("/workflows/greet/start");
   expect_error(post(p, std::string("{\"input\": {\"name\": ")), 400, "bad_request",
-               "malformed JSON body");
+               "malformed JSON");
   expect_error(post(p, std::string("{not json}")), 400, "bad_request", "parse error");
   expect_error(post(p, std::string("[1, 2]")), 400, "bad_request",
                "must be a JSON object, not array");
@@ -254,8 +254,9 @@ TEST_F(HttpApiTest, unknown_workflow_execution_and_route_are_404_json) {
   expect_error(post(path("/workflows/collector/executions/ghost/signals/s"), ""), 404, "not_found",
                "execution");
   expect_error(get(path("/nothing/here")), 404, "not_found", "no route for GET");
-  // A known path with the wrong method is no route either.
-  expect_error(get(path("/workflows/greet/start")), 404, "not_found", "no route for GET");
+  // A known path with the wrong method is 405 naming the method.
+  expect_error(get(path("/workflows/greet/start")), 405, "method_not_allowed",
+               "GET is not allowed");
   expect_error(get("/api/other/executions"), 404, "not_found", "/api/other/executions");
 }
 

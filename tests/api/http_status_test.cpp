@@ -21,7 +21,11 @@ TEST(HttpStatus, every_error_kind_maps_to_its_status) {
 TEST(HttpStatus, error_body_names_kind_and_message_and_transient_says_when_to_retry) {
   auto r = error_response(Error::transient_error("pool exhausted"));
   EXPECT_EQ(r.status, 503);
-  EXPECT_EQ(Json::parse(r.body), (Json{{"error", "transient"}, {"message", "pool exhausted"}}));
+  // A 5xx answer names the kind only; the cause is for the log.
+  EXPECT_EQ(Json::parse(r.body),
+            (Json{{"error", "transient"},
+                  {"message", "the service is temporarily unavailable; retry later"}}));
+  EXPECT_EQ(r.log_detail, "transient: pool exhausted");
   ASSERT_EQ(r.headers.size(), 1u);
   EXPECT_EQ(r.headers[0], std::make_pair(std::string("Retry-After"), std::string("1")));
 

@@ -200,6 +200,28 @@ TEST_F(ConnectorTest, undecodable_body_is_dead_lettered_at_once_and_acked) {
             1);
 }
 
+// Issue 12 item 1: a payload nested past the JSON depth limit (128) is
+// undecodable, dead-lettered with that reason and its raw bytes, never parsed
+// recursively (100,000 deep would overflow the stack).
+TEST_F(ConnectorTest, payload_nested_past_the_depth_limit_is_dead_lettered_with_the_reason) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), source);
+  const std::string deep =
+      R"({"order_id":"D-1","x":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  source->push_kafka(0, 0, deep);
+  source->push_kafka(0, 1, order_json("A-1"));
+  auto s = rt->run_once();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->dead_lettered, 1u);
+  EXPECT_EQ(source->committed(0), 2);
+  auto letters = sink_->letters();
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].reason, "undecodable");
+  EXPECT_NE(letters[0].detail.find("128"), std::string::npos) << letters[0].detail;
+  EXPECT_EQ(letters[0].payload, deep);
+  EXPECT_EQ(executions(), 1);
+}
+
 TEST_F(ConnectorTest, permanent_start_rejection_is_dead_lettered_at_once) {
   auto source = std::make_shared<MockSource>("orders.placed");
   auto rt = runtime(order_binding(), source);
