@@ -11,6 +11,7 @@
 #include "common/strings.hpp"
 #include "engine/engine.hpp"
 #include "plugin/migrations.hpp"
+#include "store/conninfo.hpp"
 #include "store/migrations.hpp"
 #include "store/pg.hpp"
 
@@ -219,16 +220,6 @@ int replay(engine::Engine& engine, const std::string& id, bool json, std::ostrea
   return 0;
 }
 
-// host:port/database of a connection URL, without scheme, credentials or
-// parameters.
-std::string location_of(const std::string& url) {
-  size_t scheme = url.find("://");
-  std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
-  if (size_t at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
-  if (size_t q = rest.find('?'); q != std::string::npos) rest = rest.substr(0, q);
-  return rest;
-}
-
 // Engine::open refuses to open while any shard is unreachable, yet showing
 // which shard is down is what `harvest shards` is for: then each URL is
 // probed directly.
@@ -237,7 +228,7 @@ std::vector<engine::ShardStatus> probe_shards(const Target& target) {
       target.shard_urls.empty() ? std::vector<std::string>{target.url} : target.shard_urls;
   std::vector<engine::ShardStatus> out;
   for (size_t i = 0; i < urls.size(); ++i) {
-    engine::ShardStatus st{.index = static_cast<int>(i), .location = location_of(urls[i])};
+    engine::ShardStatus st{.index = static_cast<int>(i), .location = store::location_of(urls[i])};
     auto conn = store::Connection::open(urls[i]);
     if (!conn) {
       st.error = conn.error().message;

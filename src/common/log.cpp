@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/redact.hpp"
+
 namespace harvest::log {
 
 spdlog::logger& logger() {
@@ -17,6 +19,10 @@ spdlog::logger& logger() {
     return l;
   }();
   return *instance;
+}
+
+void write(spdlog::level::level_enum level, std::string_view message) {
+  logger().log(level, "{}", redact_secrets(message));
 }
 
 struct LogCapture::Sink : spdlog::sinks::base_sink<std::mutex> {

@@ -6,6 +6,7 @@
 
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace harvest::log {
@@ -14,21 +15,31 @@ namespace harvest::log {
 // HARVEST_LOG_LEVEL, default "info").
 spdlog::logger& logger();
 
+// Every line passes through `redact_secrets` before it reaches a sink, so a
+// connection string or AWS key quoted in any message is logged masked.
+void write(spdlog::level::level_enum level, std::string_view message);
+
+template <typename... Args>
+void emit(spdlog::level::level_enum level, fmt::format_string<Args...> f, Args&&... args) {
+  if (!logger().should_log(level)) return;
+  write(level, fmt::format(f, std::forward<Args>(args)...));
+}
+
 template <typename... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) {
-  logger().info(f, std::forward<Args>(args)...);
+  emit(spdlog::level::info, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
-  logger().warn(f, std::forward<Args>(args)...);
+  emit(spdlog::level::warn, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {
-  logger().error(f, std::forward<Args>(args)...);
+  emit(spdlog::level::err, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) {
-  logger().debug(f, std::forward<Args>(args)...);
+  emit(spdlog::level::debug, f, std::forward<Args>(args)...);
 }
 
 // Records every message logged at warn level or above while alive. Used by

@@ -217,6 +217,21 @@ TEST_F(CliTest, dlq_list_and_replay_a_run_that_exhausted_its_retries) {
   expect_one_error_line("error: ");
 }
 
+// Issue 12 item 5: `harvest shards` shows where a shard is, never its
+// password, for URL and keyword connection strings alike (here unreachable,
+// so each is probed and its error shown too).
+TEST_F(CliTest, shards_never_print_a_password_in_any_connection_string_form) {
+  for (const std::string url :
+       {"host=127.0.0.1 port=1 user=app password=hunter2 dbname=orders connect_timeout=2",
+        "postgresql://app:hunter2@127.0.0.1:1/orders?sslpassword=hunter2&connect_timeout=2"}) {
+    int rc = raw({"--database-url", url, "shards", "--json"});
+    EXPECT_NE(rc, 0);
+    EXPECT_EQ(out_.str().find("hunter2"), std::string::npos) << out_.str();
+    EXPECT_EQ(err_.str().find("hunter2"), std::string::npos) << err_.str();
+    EXPECT_NE(out_.str().find("orders"), std::string::npos) << out_.str();
+  }
+}
+
 TEST_F(CliTest, shards_reports_every_shard_as_table_and_json) {
   ASSERT_EQ(run({"shards"}), 0) << err_.str();
   EXPECT_TRUE(out_has("LOCATION")) << out_.str();

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/log.hpp"
+
 namespace harvest {
 namespace {
 
@@ -41,6 +43,23 @@ TEST(Redact, aws_secrets_and_tokens) {
                 .find("deadbeef"),
             std::string::npos);
   EXPECT_EQ(redact_secrets("Authorization: Bearer abc.def-123"), "Authorization: Bearer ***");
+}
+
+}  // namespace
+}  // namespace harvest
+
+namespace harvest {
+namespace {
+
+// Issue 12 item 5: the logger masks secrets in every line, whatever the call
+// site quoted.
+TEST(Redact, every_log_line_passes_through_redaction) {
+  log::LogCapture capture;
+  log::warn("cannot reach {}", "host=db.internal user=app password=hunter2 dbname=orders");
+  log::error("aws_secret_access_key=AKIAsecretvalue failed");
+  EXPECT_FALSE(capture.contains({"hunter2"}));
+  EXPECT_FALSE(capture.contains({"AKIAsecretvalue"}));
+  EXPECT_TRUE(capture.contains({"host=db.internal", "***"}));
 }
 
 }  // namespace
