@@ -101,6 +101,14 @@ struct ListedExecution {
   ExecutionSummary summary;
 };
 
+struct CompletedRun {
+  bool completed = false;  // false: the fence no longer held
+  // The next run of an entity that completed with unread signals, and how
+  // many signals it took over.
+  std::optional<std::string> next_run;
+  int carried_signals = 0;
+};
+
 class ExecutionStore {
  public:
   explicit ExecutionStore(store::Connection& conn) : conn_(conn) {}
@@ -180,8 +188,10 @@ class ExecutionStore {
   // The next staged signal `name` after signal id `after`.
   [[nodiscard]] Result<std::optional<std::pair<long long, Json>>> next_signal(
       const std::string& execution_id, const std::string& name, long long after);
-  // Outcomes, each fenced; false when the fence no longer holds.
-  [[nodiscard]] Result<bool> complete(const Fence& fence, const Json& output);
+  // Outcomes, each fenced; false when the fence no longer holds. Completing
+  // an entity run (created under allow_after_close) that left signals unread
+  // starts its next run with those signals (`next_run`).
+  [[nodiscard]] Result<CompletedRun> complete(const Fence& fence, const Json& output);
   [[nodiscard]] Result<bool> retry_later(const Fence& fence, const std::string& error,
                                          std::chrono::milliseconds backoff, int attempt);
   // Records the failure and puts the run in the engine's dead letters.

@@ -160,7 +160,38 @@ Result<std::optional<std::pair<long long, Json>>> ExecutionStore::next_signal(
       std::make_pair(r->get_int(0, "id"), Json::parse(r->get(0, "payload")))};
 }
 
-Result<bool> ExecutionStore::complete(const Fence& fence, const Json& output) {
+// The statements below run in the completion's transaction and act only on
+// a run completed by it (completed_at = now(), the transaction's start): an
+// entity run (entity_reuse) that leaves signals unread is superseded by its
+// next run, which takes those signals in their order and the same input.
+constexpr const char* kUnread =
+    "SELECT s.id FROM harvest_signals s WHERE s.execution_id = d.id AND NOT EXISTS ("
+    "  SELECT 1 FROM harvest_workflow_events ev WHERE ev.execution_id = d.id "
+    "  AND ev.kind = 'SignalReceived' AND (ev.payload->>'signal_id')::bigint = s.id)";
+
+constexpr const char* kCarrySupersede =
+    "UPDATE harvest_workflow_executions d SET superseded = true "
+    "WHERE d.id = $1 AND d.status = 'completed' AND d.completed_at = now() AND d.entity_reuse "
+    "AND NOT d.superseded AND EXISTS ({unread}) RETURNING d.id";
+
+constexpr const char* kCarryNextRun =
+    "WITH d AS (SELECT * FROM harvest_workflow_executions WHERE id = $1 AND superseded "
+    "  AND completed_at = now()), "
+    "n AS (INSERT INTO harvest_workflow_executions (id, workflow_name, workflow_id, status, "
+    "  input, start_source, start_source_ref, max_attempts, run_no, entity_reuse) "
+    "  SELECT gen_random_uuid(), d.workflow_name, d.workflow_id, 'pending', d.input, "
+    "  d.start_source, d.start_source_ref, d.max_attempts, d.run_no + 1, true FROM d "
+    "  RETURNING id, workflow_name, start_source, start_source_ref), "
+    "moved AS (UPDATE harvest_signals s SET execution_id = n.id FROM n, d "
+    "  WHERE s.id IN ({unread}) RETURNING s.id) "
+    "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
+    "SELECT n.id, 'WorkflowStarted', n.workflow_name, jsonb_build_object('start_source', "
+    "  n.start_source, 'start_source_ref', n.start_source_ref, 'carried_signals', "
+    "  (SELECT count(*) FROM moved), 'previous_run', $1::text) FROM n "
+    "RETURNING execution_id::text, (payload->>'carried_signals')::int AS carried";
+
+Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& output) {
+  const std::string unread = kUnread;
   auto r = conn_.exec_pipeline(
       {{fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
                     "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
@@ -169,9 +200,16 @@ Result<bool> ExecutionStore::complete(const Fence& fence, const Json& output) {
                     "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
                     kFence),
         {fence.execution_id, fence.lease, output.dump()},
-        true}});
+        true},
+       {fmt::format(kCarrySupersede, fmt::arg("unread", unread)), {fence.execution_id}, true},
+       {fmt::format(kCarryNextRun, fmt::arg("unread", unread)), {fence.execution_id}, true}});
   if (!r) return fail(r.error());
-  return !r->front().empty();
+  CompletedRun out{.completed = !(*r)[0].empty()};
+  if (!(*r)[2].empty()) {
+    out.next_run = (*r)[2].get(0, 0);
+    out.carried_signals = static_cast<int>((*r)[2].get_int(0, "carried"));
+  }
+  return out;
 }
 
 Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& error,

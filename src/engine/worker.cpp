@@ -237,10 +237,25 @@ void Worker::execute(Claimed c) {
       failed("cannot record the workflow's output: " + ok.error().message);
       return;
     }
-    auto done = settle(shard, run, [&](ExecutionStore& s) { return s.complete(fence, output); });
+    CompletedRun completion;
+    auto done = settle(shard, run, [&](ExecutionStore& s) -> Result<bool> {
+      auto c = s.complete(fence, output);
+      if (!c) return fail(c.error());
+      completion = std::move(*c);
+      return completion.completed;
+    });
     if (!done && is_permanent(done.error())) {
       failed("cannot record the workflow's output: " + done.error().message);
       return;
+    }
+    if (completion.next_run) {
+      log::info("execution {} ({} '{}') completed with {} signal(s) unread; they go to its next "
+                "run {}",
+                run.id, run.workflow_name, run.workflow_id.value_or(""),
+                completion.carried_signals, *completion.next_run);
+      engine_.metrics().increment(metrics::kEngineSignalsCarried, {{"workflow", run.workflow_name}},
+                                  completion.carried_signals);
+      engine_.work_signal().notify();
     }
     engine_.metrics().increment(metrics::kEngineRunsCompleted, {{"workflow", run.workflow_name}});
     observe_run(run, started);

@@ -29,6 +29,8 @@ inline constexpr const char* kEngineQueueDepth = "harvest.engine.queue_depth";
 // Signals refused (labels: workflow, reason), e.g. to a closed run under
 // WorkflowIdReuse::kReject.
 inline constexpr const char* kEngineSignalsRefused = "harvest.engine.signals_refused";
+// Signals an entity run left unread at completion, handed to its next run.
+inline constexpr const char* kEngineSignalsCarried = "harvest.engine.signals_carried";
 inline constexpr const char* kConnectorDispatched = "harvest.connector.dispatched";
 inline constexpr const char* kConnectorDeadLettered = "harvest.connector.dead_lettered";
 inline constexpr const char* kConnectorRetried = "harvest.connector.retried";

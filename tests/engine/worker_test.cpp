@@ -461,6 +461,75 @@ TEST_F(RunTest, signal_with_start_starts_the_next_run_after_the_entity_run_close
   EXPECT_EQ(start->kind, StartOutcomeKind::kIdempotentReplay);
 }
 
+// Issue 16: a signal staged after the entity run's last read, while it is
+// finishing, is not stranded on the closed run: completion hands it to the
+// next run of the workflow id, which receives it. Under policy reject the run
+// is not followed (and the signal stays with the run that accepted it).
+TEST_F(RunTest, a_signal_staged_as_the_entity_run_finishes_goes_to_its_next_run) {
+  for (bool reject : {false, true}) {
+    SCOPED_TRACE(reject ? "reject" : "allow_after_close");
+    ASSERT_TRUE(db().exec("DELETE FROM harvest_workflow_executions"));
+    std::atomic<bool> late_sent{false};
+    Engine* self = nullptr;
+    auto reuse = reject ? WorkflowIdReuse::kReject : WorkflowIdReuse::kAllowAfterClose;
+    WorkflowRegistry r;
+    r.add("session", [&](WorkflowContext& ctx, Json) {
+      Json got = Json::array();
+      while (auto s = ctx.wait_signal("reading", 300ms)) got.push_back(*s);
+      // The session decided to end; a reading arrives before it completes.
+      if (!late_sent.exchange(true)) {
+        auto late = self->signal_with_start({.workflow = "session",
+                                             .workflow_id = "dev",
+                                             .signal = "reading",
+                                             .payload = Json("late"),
+                                             .idempotency_key = "k-late",
+                                             .reuse = reuse});
+        EXPECT_TRUE(late) << late.error().message;
+        if (late) {
+          EXPECT_FALSE(late->started) << "the run was still open";
+        }
+      }
+      return got;
+    });
+    auto engine = open_engine(std::move(r));
+    self = engine.get();
+    ASSERT_TRUE(engine->signal_with_start({.workflow = "session",
+                                           .workflow_id = "dev",
+                                           .signal = "reading",
+                                           .payload = Json("first"),
+                                           .idempotency_key = "k-first",
+                                           .reuse = reuse}));
+    Worker worker(*engine, {.concurrency = 1, .poll_interval = 10ms});
+    worker.start();
+    const int runs = reject ? 1 : 2;
+    ASSERT_TRUE(eventually([&] {
+      return scalar("SELECT count(*) FROM harvest_workflow_executions WHERE status = "
+                    "'completed'") == runs;
+    }, 20s));
+    worker.stop();
+    EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), runs);
+    EXPECT_EQ(text("SELECT output::text FROM harvest_workflow_executions WHERE run_no = 1"),
+              R"(["first"])");
+    if (!reject) {
+      EXPECT_EQ(text("SELECT output::text FROM harvest_workflow_executions WHERE run_no = 2"),
+                R"(["late"])")
+          << "the late reading reached run 2";
+      EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals s JOIN harvest_workflow_executions e "
+                       "ON e.id = s.execution_id WHERE e.run_no = 2 AND s.idempotency_key = "
+                       "'k-late'"),
+                1);
+      // Dedupe still spans the runs: the late reading redelivered is a replay.
+      auto again = engine->signal_with_start({.workflow = "session",
+                                              .workflow_id = "dev",
+                                              .signal = "reading",
+                                              .payload = Json("late"),
+                                              .idempotency_key = "k-late"});
+      ASSERT_TRUE(again);
+      EXPECT_TRUE(again->duplicate_signal);
+    }
+  }
+}
+
 // Many writers racing for a closed entity open exactly one next run.
 TEST_F(RunTest, concurrent_signals_after_close_open_exactly_one_next_run) {
   WorkflowRegistry r;
