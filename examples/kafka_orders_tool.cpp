@@ -34,9 +34,12 @@ int main(int argc, char** argv) {
   auto broker = kafka::testing::TestBroker::connect(brokers);
   if (!broker) return std::cerr << broker.error().message << "\n", 1;
   if (cmd == "topic") {
-    if (auto s = (*broker)->create_topic(kTopic, kPartitions); !s) {
-      return std::cerr << s.error().message << "\n", 1;
+    auto s = (*broker)->create_topic(kTopic, kPartitions);
+    if (!s && s.error().kind == ErrorKind::kConflict) {
+      fmt::print("topic {} exists\n", kTopic);
+      return 0;
     }
+    if (!s) return std::cerr << s.error().message << "\n", 1;
     fmt::print("topic {} ready ({} partitions)\n", kTopic, kPartitions);
     return 0;
   }

@@ -4,7 +4,8 @@
 //   eval "$(scripts/services/sqs.sh start)"   # ElasticMQ on 127.0.0.1:19324
 //   sqs_connector_quickstart demo             # send readings + one poison message, consume, report
 //   sqs_connector_quickstart run              # consume until Ctrl-C
-//   sqs_connector_quickstart send [n]         # send n readings (default 9) from another terminal
+//   sqs_connector_quickstart send [n [id]]    # send n readings (default 9) from another terminal,
+//                                             # for devices boiler-<id>, pump-<id>, fan-<id>
 //
 // Every reading for one device lands in that device's `device_session` run:
 // the first starts it, later ones are `reading` signals to it. A message that
@@ -162,9 +163,10 @@ long visible_messages(const sqs::SqsClient& client, const std::string& queue) {
   return a ? std::stol(a->at("ApproximateNumberOfMessages")) : -1;
 }
 
-// n readings round-robin over three devices named for this run; returns them.
-Result<std::vector<std::string>> send_readings(const Queues& q, int n) {
-  std::string run = std::to_string(std::random_device{}() % 10000);
+// n readings round-robin over three devices named for this run (or for
+// `suffix`, to send more readings for the same devices); returns them.
+Result<std::vector<std::string>> send_readings(const Queues& q, int n, std::string suffix = {}) {
+  std::string run = suffix.empty() ? std::to_string(std::random_device{}() % 10000) : suffix;
   std::vector<std::string> devices{"boiler-" + run, "pump-" + run, "fan-" + run};
   std::mt19937 rng{std::random_device{}()};
   std::normal_distribution<double> celsius(21.0, 1.5);
@@ -263,11 +265,14 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "demo") return demo(*queues);
     if (cmd == "run") return run(*queues);
-    if (cmd == "send") return send_readings(*queues, argc > 2 ? std::atoi(argv[2]) : 9) ? 0 : 1;
+    if (cmd == "send") {
+      return send_readings(*queues, argc > 2 ? std::atoi(argv[2]) : 9, argc > 3 ? argv[3] : "") ? 0
+                                                                                                : 1;
+    }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   }
-  std::cerr << "usage: sqs_connector_quickstart [demo | run | send [n]]\n";
+  std::cerr << "usage: sqs_connector_quickstart [demo | run | send [n [id]]]\n";
   return 2;
 }

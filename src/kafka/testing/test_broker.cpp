@@ -113,7 +113,11 @@ Status TestBroker::create_topic(const std::string& topic, int partitions,
   size_t count = 0;
   const rd_kafka_topic_result_t** results = rd_kafka_CreateTopics_result_topics(result, &count);
   for (size_t i = 0; i < count; ++i) {
-    if (rd_kafka_topic_result_error(results[i]) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[i]);
+    if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+      return fail(Error::conflict(fmt::format("topic {} already exists", topic)));
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       return fail(Error::transient_error(fmt::format(
           "CreateTopics {}: {}", topic, rd_kafka_topic_result_error_string(results[i]))));
     }

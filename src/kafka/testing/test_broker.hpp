@@ -48,7 +48,8 @@ class TestBroker {
   [[nodiscard]] const std::string& bootstrap() const { return bootstrap_; }
 
   // Creates `topic` (replication factor 1) through the Admin API and waits
-  // until its metadata shows every partition with a leader.
+  // until its metadata shows every partition with a leader. kConflict when
+  // the topic already exists.
   [[nodiscard]] Status create_topic(const std::string& topic, int partitions,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
