@@ -1,6 +1,7 @@
 // Kafka → a durable workflow start: each record on `orders.placed` starts
 // exactly one `fulfil_order` run, acked only once the start is durable.
 //   KAFKA_BOOTSTRAP=127.0.0.1:9092 HARVEST_DATABASE_URL=postgresql://… kafka_connector_quickstart
+//   curl -s localhost:8080/api/harvest/executions       # the runs, over the HTTP API
 #include <csignal>
 #include <cstdlib>
 
@@ -44,6 +45,8 @@ int main() {
                  .workflows(std::move(workflows))
                  .connector(binding, source)
                  .worker(engine::WorkerConfig{})
+                 // The HTTP API beside them: 127.0.0.1:${HARVEST_HTTP_PORT:-8080}.
+                 .api("/api/harvest", api::api_config_from_env().value())
                  .build();
   // ---- end of user code ----
 

@@ -26,6 +26,7 @@ chmod 755 "$DEMO_DIR"
 export HARVEST_KAFKA_PORT="${HARVEST_KAFKA_PORT:-$(free_port 19092)}"
 export HARVEST_KAFKA_DIR="$DEMO_DIR/kafka"
 PG_PORT="$(free_port 54329)"
+export HARVEST_HTTP_PORT="${HARVEST_HTTP_PORT:-$(free_port 8080)}"
 APP_PID=""
 cleanup() {
   [[ -n "$APP_PID" ]] && kill "$APP_PID" 2>/dev/null && wait "$APP_PID" 2>/dev/null || true
@@ -53,7 +54,7 @@ for _ in $(seq 1 100); do
   kill -0 "$APP_PID" 2>/dev/null || { cat "$DEMO_DIR/quickstart.log"; exit 1; }
   sleep 0.1
 done
-echo "quickstart running (pid $APP_PID, log $DEMO_DIR/quickstart.log)"
+echo "quickstart running (pid $APP_PID, log $DEMO_DIR/quickstart.log, HTTP API on 127.0.0.1:$HARVEST_HTTP_PORT)"
 
 bold "4. produce $ORDERS orders to orders.placed"
 "$BIN/kafka_orders_tool" produce "$ORDERS"
@@ -85,6 +86,9 @@ printf '  %-28s %s\n' \
   "duplicate executions" "$(sql "SELECT count(*) FROM (SELECT workflow_id FROM harvest_workflow_executions GROUP BY workflow_id HAVING count(*) > 1) d")" \
   "dead letters" "$(sql "SELECT count(*) FROM harvest_connector_dead_letters")" \
   "consumer lag (owed)" "${lag:-unavailable}"
+echo
+echo "  the same runs over the HTTP API (GET /api/harvest/executions?limit=2):"
+curl -s "http://127.0.0.1:$HARVEST_HTTP_PORT/api/harvest/executions?limit=2" | head -c 400 | sed 's/^/    /'
 echo
 echo "  a run traces back to its record:"
 sql "SELECT '    ' || workflow_id || '  <-  ' || start_source_ref || '  ' || (output #>> '{}') FROM harvest_workflow_executions ORDER BY workflow_id LIMIT 3"

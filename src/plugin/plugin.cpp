@@ -66,10 +66,11 @@ ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
     }
   }
 
-  std::vector<std::string> all_bindings;
+  // Bindings whose poison goes to the Postgres sink (the connector table).
+  std::vector<std::string> table_bindings;
   for (const auto& spec : specs) {
     const auto& b = spec.binding;
-    all_bindings.push_back("'" + b.name() + "'");
+    if (!b.uses_broker_native_dead_letter()) table_bindings.push_back("'" + b.name() + "'");
     if (!registry.find(b.workflow()) ||
         connector::resolve_idempotency_mode(b, registry) != IdempotencyMode::kBrokerCoordinates) {
       continue;
@@ -98,13 +99,14 @@ ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
           b.name(), ctx.readable_shards));
     }
   }
-  if (!specs.empty()) {
+  // Broker-native bindings never write the table: no warning on their behalf.
+  if (!table_bindings.empty()) {
     for (const auto& label : ctx.pending_connector_migrations) {
       warn(fmt::format(
           "connector bindings {} need migration {}, which is pending: run `harvest migrate` "
           "before enabling them, or the first poison message's dead-letter write fails and it "
           "is retried forever",
-          fmt::join(all_bindings, ", "), label));
+          fmt::join(table_bindings, ", "), label));
     }
   }
   return report;
@@ -155,6 +157,14 @@ HarvestPlugin& HarvestPlugin::metrics(std::shared_ptr<metrics::MetricsRecorder> 
   return *this;
 }
 
+#if HARVEST_WITH_API
+HarvestPlugin& HarvestPlugin::api(std::string prefix, api::ApiConfig config) {
+  config.prefix = std::move(prefix);
+  api_ = std::move(config);
+  return *this;
+}
+#endif
+
 std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   // Refusals that need no database come first: fail fast, before connecting.
   ValidationContext ctx{&workflows_, window_explicit_, engine_config_.retention, 1, {}};
@@ -165,8 +175,14 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   }
 
   std::unique_ptr<HarvestApp> app(new HarvestApp());
+  // The connector's dead-letter table is needed only by bindings that write
+  // it; with broker-native dead letters alone it is neither applied nor
+  // required.
+  const bool needs_table = std::ranges::any_of(connectors_, [](const ConnectorSpec& c) {
+    return !c.binding.uses_broker_native_dead_letter();
+  });
   std::vector<store::MigrationSet> plugin_sets;
-  if (!connectors_.empty()) plugin_sets.push_back(connector::connector_migrations());
+  if (needs_table) plugin_sets.push_back(connector::connector_migrations());
   auto engine = engine::Engine::open(engine_config_, std::move(workflows_), std::move(plugin_sets));
   if (!engine) throw ConfigError("harvest cannot start: " + engine.error().describe());
   app->engine_ = std::move(*engine);
@@ -181,15 +197,18 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   for (const auto& w : report.warnings) log::warn("{}", w);
   app->warnings_ = report.warnings;
 
-  app->sink_ = std::make_shared<connector::PostgresDeadLetterSink>(e.pool());
+  if (needs_table) app->sink_ = std::make_shared<connector::PostgresDeadLetterSink>(e.pool());
   for (auto& spec : connectors_) {
     auto binding = std::make_shared<const connector::SourceBinding>(spec.binding);
     auto rt = std::make_unique<connector::ConnectorRuntime>(
         binding, spec.source, e, e.config().metrics, IdempotencyMode::kAuto, spec.config);
-    rt->with_dead_letter_sink(app->sink_);
+    if (!binding->uses_broker_native_dead_letter()) rt->with_dead_letter_sink(app->sink_);
     app->runtimes_.push_back(std::move(rt));
   }
   app->worker_config_ = worker_;
+#if HARVEST_WITH_API
+  app->api_config_ = api_;
+#endif
   return app;
 }
 
@@ -212,9 +231,22 @@ void HarvestApp::start() {
       });
     }
   }
+#if HARVEST_WITH_API
+  if (api_config_ && !api_server_) {
+    auto server = std::make_unique<api::HttpServer>(*engine_, *api_config_);
+    if (auto ok = server->start(); !ok) {
+      throw ConfigError("harvest cannot serve its HTTP API: " + ok.error().message);
+    }
+    api_server_ = std::move(server);
+  }
+#endif
 }
 
 void HarvestApp::stop() {
+#if HARVEST_WITH_API
+  if (api_server_) api_server_->stop();
+  api_server_.reset();
+#endif
   for (auto& c : consumers_) c.request_stop();
   consumers_.clear();
   if (worker_) worker_->stop();

@@ -3,12 +3,14 @@
 // engine (applying or warning about migrations, the connector's included)
 // and wires each binding to a runtime with the Postgres dead-letter sink.
 // `HarvestApp` owns the running parts and their start/stop order: workers
-// first, connectors after; on stop, connectors first, then workers.
+// first, connectors after, the HTTP API last; on stop the API first (no new
+// requests), then connectors, then workers.
 //
 //   auto app = HarvestPlugin()
 //       .workflows(std::move(registry))
 //       .connector(binding, source)
 //       .worker(WorkerConfig{})
+//       .api("/api/harvest", api::ApiConfig{})   // optional (ENG-12)
 //       .build();            // throws ConfigError naming the binding and the fix
 //   app->start();
 #pragma once
@@ -23,6 +25,9 @@
 #include "connector/runtime.hpp"
 #include "engine/engine.hpp"
 #include "engine/worker.hpp"
+#if HARVEST_WITH_API
+#include "api/http_server.hpp"
+#endif
 
 namespace harvest::plugin {
 
@@ -68,6 +73,13 @@ class HarvestPlugin {
   HarvestPlugin& start_idempotency_window(std::chrono::seconds window);
   HarvestPlugin& retention(engine::RetentionConfig retention);
   HarvestPlugin& metrics(std::shared_ptr<metrics::MetricsRecorder> recorder);
+#if HARVEST_WITH_API
+  // Serves the engine's HTTP API under `prefix` (ENG-12), started after the
+  // connectors and stopped before them. `config.prefix` is replaced by
+  // `prefix`; /metrics renders the engine's recorder when it is a
+  // PrometheusMetrics (or `config.metrics`).
+  HarvestPlugin& api(std::string prefix = "/api/harvest", api::ApiConfig config = {});
+#endif
 
   // Validates and wires everything. Throws ConfigError naming the binding(s)
   // and the fix on any refusal, or when the database cannot be opened.
@@ -79,20 +91,31 @@ class HarvestPlugin {
   std::vector<ConnectorSpec> connectors_;
   std::optional<engine::WorkerConfig> worker_;
   bool window_explicit_ = false;
+#if HARVEST_WITH_API
+  std::optional<api::ApiConfig> api_;
+#endif
 };
 
 class HarvestApp {
  public:
   ~HarvestApp();
-  // Starts the worker pool, then one consumer thread per connector.
+  // Starts the worker pool, then one consumer thread per connector, then the
+  // HTTP API when configured (throws ConfigError when it cannot listen).
   void start();
-  // Stops the connectors (finishing their current pass), then the workers.
+  // Stops the API (finishing requests in progress), the connectors
+  // (finishing their current pass), then the workers.
   void stop();
 
   [[nodiscard]] engine::Engine& engine() { return *engine_; }
   [[nodiscard]] connector::ConnectorRuntime& runtime(const std::string& binding);
   // The build-time warnings (each was also logged).
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+#if HARVEST_WITH_API
+  // The HTTP API, once started; null when not configured.
+  [[nodiscard]] api::HttpServer* api_server() {
+    return api_server_.get();
+  }
+#endif
 
  private:
   friend class HarvestPlugin;
@@ -104,6 +127,10 @@ class HarvestApp {
   std::vector<std::unique_ptr<connector::ConnectorRuntime>> runtimes_;
   std::vector<std::jthread> consumers_;
   std::vector<std::string> warnings_;
+#if HARVEST_WITH_API
+  std::optional<api::ApiConfig> api_config_;
+  std::unique_ptr<api::HttpServer> api_server_;
+#endif
 };
 
 }  // namespace harvest::plugin

@@ -89,11 +89,16 @@ case $mode in
     "$BIN/kafka_orders_tool" topic >"$WORK/topic.log" 2>&1 || die "topic"
     before=$("$BIN/kafka_orders_tool" lag 2>/dev/null || echo 0)
     [[ $before == 0 ]] || die "the harvest-orders group already owes $before records"
-    start_app "$WORK/app.log" "$BIN/kafka_connector_quickstart"
+    port=$((20000 + RANDOM % 20000))
+    HARVEST_HTTP_PORT=$port start_app "$WORK/app.log" "$BIN/kafka_connector_quickstart"
     "$BIN/kafka_orders_tool" produce 200 >"$WORK/produce.log" 2>&1 || die "produce"
     wait_for '[[ $(sql "SELECT count(*) FROM harvest_workflow_executions WHERE status = '\''completed'\''" 2>/dev/null) == 200 ]]' 60 ||
       die "not every order completed: $(sql "SELECT status, count(*) FROM harvest_workflow_executions GROUP BY 1")"
     wait_for '[[ $("$BIN/kafka_orders_tool" lag 2>/dev/null) == 0 ]]' 30 || die "lag did not reach 0"
+    # The plugin serves the HTTP API beside the connector.
+    listed=$(curl -sf "http://127.0.0.1:$port/api/harvest/executions?workflow=fulfil_order&status=completed&limit=500") ||
+      die "the HTTP API does not answer on $port"
+    [[ $(grep -o '"execution_id"' <<<"$listed" | wc -l) == 200 ]] || die "the API lists $(grep -o '"execution_id"' <<<"$listed" | wc -l) completed runs"
     kill -TERM "$APP_PID"
     wait "$APP_PID" || die "the quickstart exited non-zero on SIGTERM"
     APP_PID=""

@@ -214,3 +214,73 @@ TEST_F(PluginTest, the_app_consumes_to_completion_with_the_postgres_sink) {
 
 }  // namespace
 }  // namespace harvest::plugin
+
+namespace harvest::plugin {
+namespace {
+
+// Issue 13 item 4 (the chapter: "if you would rather not have the table at
+// all"): bindings that hand poison to the broker need no connector
+// dead-letter table, and the pending-migration warning speaks only for the
+// bindings that write it.
+TEST(PluginValidation, pending_table_migration_warns_only_for_bindings_that_write_the_table) {
+  auto registry = connector_workflows();
+  ValidationContext ctx{&registry, true, {}, 1, {"connector/0001_dead_letters"}};
+  auto native_source = mock("n");
+  native_source->dead_letter_destination("orders-dlq");
+  auto native = order_binding("native");
+  native.broker_native_dead_letter();
+  std::vector<ConnectorSpec> only_native{{native, native_source, {}}};
+  auto report = validate_connectors(only_native, ctx);
+  EXPECT_TRUE(report.refusals.empty());
+  for (const auto& w : report.warnings) {
+    EXPECT_EQ(w.find("retried forever"), std::string::npos) << w;
+  }
+  std::vector<ConnectorSpec> mixed{{native, native_source, {}},
+                                   {order_binding("table"), mock("t"), {}}};
+  report = validate_connectors(mixed, ctx);
+  std::vector<std::string> pending;
+  for (const auto& w : report.warnings) {
+    if (w.find("need migration") != std::string::npos) pending.push_back(w);
+  }
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_NE(pending[0].find("connector bindings 'table' need migration"), std::string::npos)
+      << pending[0];
+  EXPECT_EQ(pending[0].find("'native'"), std::string::npos) << pending[0];
+}
+
+class PluginTableTest : public harvest::testing::PgTest {};
+
+TEST_F(PluginTableTest, broker_native_bindings_alone_do_not_create_the_dead_letter_table) {
+  // The test database comes migrated: take the connector set back out.
+  ASSERT_TRUE(db().exec("DROP TABLE harvest_connector_dead_letters"));
+  ASSERT_TRUE(db().exec("DELETE FROM harvest_schema_migrations WHERE set_name = 'connector'"));
+  auto source = std::make_shared<MockSource>("orders.placed", MockSource::Kind::kRedelivering);
+  source->subscription("n");
+  source->dead_letter_destination("orders-dlq");
+  auto binding = order_binding("native");
+  binding.broker_native_dead_letter();
+  engine::EngineConfig config;
+  config.database_url = db_url();
+  config.profile = "test";
+  auto app = HarvestPlugin()
+                 .engine_config(config)
+                 .workflows(connector_workflows())
+                 .connector(binding, source)
+                 .build();
+  EXPECT_EQ(scalar("SELECT count(*) FROM pg_tables WHERE tablename = "
+                   "'harvest_connector_dead_letters'"),
+            0);
+  // A poison message is handed back to the broker, never written anywhere.
+  source->push_sqs("{not json");
+  auto pass = app->runtime("native").run_once();
+  ASSERT_TRUE(pass) << pass.error().message;
+  EXPECT_EQ(source->abandoned().size(), 1u) << "handed back for the broker's redrive";
+  EXPECT_TRUE(source->acked().empty());
+  EXPECT_TRUE(app->warnings().empty() ||
+              std::ranges::none_of(app->warnings(), [](const std::string& w) {
+                return w.find("need migration") != std::string::npos;
+              }));
+}
+
+}  // namespace
+}  // namespace harvest::plugin

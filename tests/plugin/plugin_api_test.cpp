@@ -1,0 +1,89 @@
+// ENG-12 (issue 13 item 1): the plugin mounts the HTTP API, so one builder
+// wires connectors, workers and the API, started and stopped in order.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "connector_fixture.hpp"
+#include "plugin/plugin.hpp"
+
+namespace harvest::plugin {
+namespace {
+
+using connector::MockSource;
+using connector::testing::connector_workflows;
+using connector::testing::order_binding;
+using connector::testing::order_json;
+using namespace std::chrono_literals;
+
+class PluginApiTest : public harvest::testing::PgTest {};
+
+TEST_F(PluginApiTest, one_builder_serves_the_api_beside_connectors_and_workers) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  engine::EngineConfig config;
+  config.database_url = db_url();
+  config.profile = "test";
+  auto prometheus = std::make_shared<metrics::PrometheusMetrics>();
+  api::ApiConfig api_config;
+  api_config.port = 0;
+  auto app = HarvestPlugin()
+                 .engine_config(config)
+                 .workflows(connector_workflows())
+                 .connector(order_binding("orders"), source)
+                 .worker(engine::WorkerConfig{.concurrency = 2, .poll_interval = 20ms})
+                 .metrics(prometheus)
+                 .api("/ops/harvest", api_config)
+                 .build();
+  EXPECT_EQ(app->api_server(), nullptr) << "the API starts with the app, not at build";
+  app->start();
+  ASSERT_NE(app->api_server(), nullptr);
+  const int port = app->api_server()->port();
+  ASSERT_GT(port, 0);
+
+  source->push_kafka(0, 0, order_json("A-1"));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return scalar(
+                   "SELECT count(*) FROM harvest_workflow_executions WHERE status = "
+                   "'completed'") == 1;
+      },
+      20s));
+  httplib::Client c("127.0.0.1", port);
+  auto listed = c.Get("/ops/harvest/executions");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->status, 200) << listed->body;
+  EXPECT_NE(listed->body.find("\"completed\""), std::string::npos) << listed->body;
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("harvest_connector_dispatched"), std::string::npos)
+      << "the API renders the plugin's recorder";
+  EXPECT_EQ(c.Get("/api/harvest/executions")->status, 404) << "the prefix is the plugin's";
+
+  app->stop();
+  EXPECT_EQ(app->api_server(), nullptr);
+  httplib::Client after("127.0.0.1", port);
+  after.set_connection_timeout(1);
+  EXPECT_FALSE(after.Get("/healthz")) << "stopped with the app";
+}
+
+TEST_F(PluginApiTest, an_api_that_cannot_listen_fails_start_naming_the_address) {
+  engine::EngineConfig config;
+  config.database_url = db_url();
+  config.profile = "test";
+  api::ApiConfig api_config;
+  api_config.host = "203.0.113.1";  // not an address of this machine (TEST-NET-3)
+  api_config.token = "t";
+  auto app = HarvestPlugin()
+                 .engine_config(config)
+                 .workflows(connector_workflows())
+                 .api("/api/harvest", api_config)
+                 .build();
+  try {
+    app->start();
+    FAIL() << "start() should throw";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("203.0.113.1"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace harvest::plugin
