@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/fault.hpp"
 #include "common/log.hpp"
 #include "kafka/broker_calls.hpp"
 #include "kafka/kafka_source.hpp"
@@ -25,7 +26,14 @@ void KafkaSource::commit_pending_floors() {
     }
   }
   if (pending.empty()) return;
-  auto settled = commit_anchors(pending);
+  Result<std::set<int32_t>> settled = [&]() -> Result<std::set<int32_t>> {
+    try {  // tests fail this commit to reach the retry path
+      HARVEST_FAULT_POINT("kafka.floor_commit");
+    } catch (const fault::InjectedCrash& e) {
+      return fail(Error::transient_error(e.what()));
+    }
+    return commit_anchors(pending);
+  }();
   if (!settled) {
     log::warn(
         "{}: eager commit of the latest floor for partitions {} failed ({}); "

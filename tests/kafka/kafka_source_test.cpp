@@ -1,6 +1,8 @@
 // KafkaSource against a real Apache Kafka broker (KAF-1..KAF-6, CON-6).
 #include <gtest/gtest.h>
 
+#include "common/fault.hpp"
+#include "common/log.hpp"
 #include "kafka_fixture.hpp"
 
 namespace harvest::kafka::testing {
@@ -299,6 +301,70 @@ TEST_F(KafkaSourceTest, latest_group_is_anchored_so_recovery_and_restart_do_not_
   auto redelivered = receive_n(*replacement, 1);
   ASSERT_EQ(redelivered.size(), 1u);
   EXPECT_EQ(coords(redelivered[0]).offset, 3);
+}
+
+// KAF-4: a failed eager floor commit is logged, retried on the next receive,
+// and the batch it rode on is still returned (the floor only protects a
+// later rebuild; holding records back for it would stall intake).
+TEST_F(KafkaSourceTest, a_failed_floor_commit_is_logged_retried_and_the_batch_still_returned) {
+  const auto topic = make_topic(1);
+  produce(topic, 0, "before the group existed");
+  const auto group = unique_name("g");
+  auto source = connect(config(group, topic, "latest").property("enable.partition.eof", "true"));
+  log::LogCapture capture;
+  // Every floor commit fails (the point is re-armed before each receive)
+  // until `latest` has resolved and a record has come back.
+  auto failing_receive = [&] {
+    fault::arm("kafka.floor_commit", fault::Action::kThrow);
+    return source->receive(10, 200ms);
+  };
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_TRUE(failing_receive());
+    return source->snapshot().anchors.contains(0);
+  }));
+  EXPECT_EQ(produce(topic, 0, "after"), 1);
+  std::vector<Message> got;
+  ASSERT_TRUE(eventually([&] {
+    auto batch = failing_receive();
+    EXPECT_TRUE(batch);
+    if (batch) got.insert(got.end(), batch->begin(), batch->end());
+    return !got.empty();
+  }));
+  EXPECT_EQ(coords(got[0]).offset, 1) << "a failed floor commit must not hold the batch back";
+  EXPECT_TRUE(committed(group, topic).empty());
+  EXPECT_GE(fault::fired("kafka.floor_commit"), 2);
+  EXPECT_TRUE(capture.contains({"eager commit of the latest floor", "failed",
+                                "retrying on the next receive"}));
+  // Unarmed, the next receive retries it: the floor reaches the broker.
+  fault::disarm_all();
+  std::map<int32_t, int64_t> floor;
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_TRUE(source->receive(10, 200ms));
+    return (floor = committed(group, topic)) == std::map<int32_t, int64_t>{{0, 1}};
+  })) << (floor.empty() ? -1 : floor.begin()->second);
+}
+
+// KAF-3/KAF-4: with no group commit, the lag baseline is this process's
+// anchor (where `latest` resolved), not the log end (a false all-clear) nor
+// the log start (work from before the group existed).
+TEST_F(KafkaSourceTest, lag_without_a_group_commit_counts_from_the_latest_anchor) {
+  const auto topic = make_topic(1);
+  for (int i = 0; i < 5; ++i) produce(topic, 0, "before the group existed");
+  const auto group = unique_name("g");
+  auto source = connect(config(group, topic, "latest").property("enable.partition.eof", "true"));
+  // Keep the floor from reaching the broker: the anchor is all there is.
+  ASSERT_TRUE(eventually([&] {
+    fault::arm("kafka.floor_commit", fault::Action::kThrow);
+    EXPECT_TRUE(source->receive(10, 200ms));
+    return source->snapshot().anchors.contains(0);
+  }));
+  fault::disarm_all();
+  ASSERT_TRUE(committed(group, topic).empty()) << "the group must have no commit for this case";
+  for (int i = 0; i < 3; ++i) produce(topic, 0, "owed");
+  auto lag = source->lag(std::chrono::steady_clock::now() + 10s);
+  ASSERT_TRUE(lag) << lag.error().message;
+  ASSERT_TRUE(*lag);
+  EXPECT_EQ(**lag, 3) << "end 8 minus the anchor 5";
 }
 
 TEST_F(KafkaSourceTest, latest_floor_is_committed_before_the_batch_is_returned) {
