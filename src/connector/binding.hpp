@@ -33,6 +33,9 @@ struct MappedMessage {
   std::string workflow_id;
   // The start input (starts) or the signal payload (signals_with_start).
   Json payload;
+  // signals_with_start: the input of the entity run this message starts, when
+  // it starts one; unset, the binding's entity_start_input (default {}).
+  std::optional<Json> start_input = std::nullopt;
 };
 
 // A mapping function's answer: the mapped message, or a rejection reason.
@@ -132,6 +135,18 @@ class SourceBinding {
     reuse_ = reuse;
     return *this;
   }
+  // signals_with_start: the input a new entity run starts with when the
+  // mapper gives none (MappedMessage::start_input). Default {}. The build
+  // refuses a binding whose workflow's input type rejects it, unless
+  // start_input_from_mapper() says every mapped message carries its own.
+  SourceBinding& entity_start_input(Json input) {
+    entity_start_input_ = std::move(input);
+    return *this;
+  }
+  SourceBinding& start_input_from_mapper() {
+    start_input_from_mapper_ = true;
+    return *this;
+  }
   // Namespace rotation for cutovers (new cluster, recreated topic).
   SourceBinding& key_incarnation(std::string incarnation) {
     key_incarnation_ = std::move(incarnation);
@@ -150,6 +165,8 @@ class SourceBinding {
   [[nodiscard]] IdempotencyMode requested_idempotency_mode() const { return idempotency_mode_; }
   [[nodiscard]] engine::WorkflowIdReuse workflow_id_reuse() const { return reuse_; }
   [[nodiscard]] const std::string& incarnation() const { return key_incarnation_; }
+  [[nodiscard]] const Json& entity_start_input() const { return entity_start_input_; }
+  [[nodiscard]] bool start_input_from_mapper() const { return start_input_from_mapper_; }
 
  private:
   template <typename F>
@@ -175,6 +192,8 @@ class SourceBinding {
   IdempotencyMode idempotency_mode_ = IdempotencyMode::kAuto;
   engine::WorkflowIdReuse reuse_ = engine::WorkflowIdReuse::kAllowAfterClose;
   std::string key_incarnation_;
+  Json entity_start_input_ = Json::object();
+  bool start_input_from_mapper_ = false;
 };
 
 }  // namespace harvest::connector

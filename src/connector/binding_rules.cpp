@@ -72,6 +72,18 @@ std::vector<std::string> binding_refusals(const SourceBinding& b,
         "Use idempotency_mode(WorkflowId), or leave the mode unset to fall back automatically",
         b.name(), b.workflow()));
   }
+  const engine::WorkflowDef* def = workflows.find(b.workflow());
+  if (def && def->validate_input && b.kind() == BindingKind::kSignalsWithStart &&
+      !b.start_input_from_mapper()) {
+    if (auto why = def->validate_input(b.entity_start_input())) {
+      out.push_back(
+          fmt::format("binding '{}' would start runs of workflow '{}' with the input {}, which the "
+                      "workflow's input type refuses ({}): give the binding an input it accepts "
+                      "(.entity_start_input(...)), or return one from the mapper "
+                      "(MappedMessage::start_input) and declare .start_input_from_mapper()",
+                      b.name(), b.workflow(), b.entity_start_input().dump(), *why));
+    }
+  }
   if (asked == IdempotencyMode::kWorkflowId && b.kind() == BindingKind::kSignalsWithStart) {
     out.push_back(
         fmt::format("binding '{}' is signals_with_start, which always dedupes on broker "

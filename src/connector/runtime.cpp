@@ -129,8 +129,11 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
     std::vector<engine::DerivedSignalWithStart> reqs;
     reqs.reserve(group.size());
     for (Mapped* g : group) {
+      Json start_input =
+          g->message.start_input ? std::move(*g->message.start_input) : b.entity_start_input();
       reqs.push_back({engine::SignalWithStartRequest{.workflow = b.workflow(),
                                                      .workflow_id = g->message.workflow_id,
+                                                     .start_input = std::move(start_input),
                                                      .signal = b.signal(),
                                                      .payload = std::move(g->message.payload),
                                                      .source = engine::StartSource::kBroker,

@@ -13,6 +13,7 @@ engine::WorkflowRegistry connector_workflows() {
       engine::WorkflowOptions{
           .throttle = engine::ThrottlePolicy{.starts = 1, .period = std::chrono::hours(1)}});
   r.add("device_session", [](engine::WorkflowContext&, engine::Json) { return 0; });
+  r.add("typed_session", [](engine::WorkflowContext&, Device d) { return d.device_id; });
   return r;
 }
 

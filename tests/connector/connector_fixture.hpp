@@ -19,6 +19,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Order, order_id, total_cents)
 
 // fulfil_order(Order), throttled_order(Order, 1 start per hour),
 // device_session(any JSON; the entity target).
+// A typed entity input: a device's session needs its device id.
+struct Device {
+  std::string device_id;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Device, device_id)
+
 engine::WorkflowRegistry connector_workflows();
 
 // starts("orders", "orders.placed", "fulfil_order") mapping an Order to

@@ -601,3 +601,70 @@ TEST_F(ConnectorTest, a_reject_binding_dead_letters_a_signal_for_an_ended_entity
 
 }  // namespace
 }  // namespace harvest::connector::testing
+
+namespace harvest::connector::testing {
+namespace {
+
+// Issue 13 item 6: an entity workflow with a typed input. A binding whose
+// default start input ({}) the type refuses is refused at construction,
+// naming the fix; with the mapper's start input, the first message starts
+// the run with it (nothing dead-lettered).
+SourceBinding typed_binding() {
+  auto b =
+      SourceBinding::signals_with_start("typed", "device-telemetry", "typed_session", "reading");
+  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
+    const std::string id = r.at("device_id").get<std::string>();
+    return MappedMessage{"device-" + id, r, engine::Json{{"device_id", id}}};
+  });
+  return b;
+}
+
+TEST_F(ConnectorTest, typed_entity_input_is_refused_at_construction_without_a_start_input) {
+  auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
+  try {
+    auto rt = runtime(typed_binding(), source);
+    FAIL() << "a binding starting typed_session with {} must be refused";
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("binding 'typed' would start runs of workflow 'typed_session' with the "
+                       "input {}"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(".start_input_from_mapper()"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(ConnectorTest, typed_entity_runs_start_with_the_mappers_input) {
+  auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
+  auto b = typed_binding();
+  b.start_input_from_mapper();
+  auto rt = runtime(b, source);
+  source->push_sqs(engine::Json{{"device_id", "7"}, {"celsius", 21.5}}.dump());
+  source->push_sqs(engine::Json{{"device_id", "7"}, {"celsius", 22.0}}.dump());
+  auto s = rt->run_once();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->acked, 2u);
+  EXPECT_EQ(s->dead_lettered, 0u);
+  EXPECT_EQ(executions(), 1);
+  EXPECT_EQ(text("SELECT input::text FROM harvest_workflow_executions"), R"({"device_id": "7"})");
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 2);
+  EXPECT_TRUE(sink_->letters().empty());
+}
+
+TEST_F(ConnectorTest, typed_entity_binding_may_name_a_default_start_input) {
+  auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
+  auto b =
+      SourceBinding::signals_with_start("typed", "device-telemetry", "typed_session", "reading");
+  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
+     return MappedMessage{"device-" + r.at("device_id").get<std::string>(), r};
+   }).entity_start_input(engine::Json{{"device_id", "unassigned"}});
+  auto rt = runtime(b, source);
+  source->push_sqs(engine::Json{{"device_id", "8"}}.dump());
+  auto s = rt->run_once();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->acked, 1u);
+  EXPECT_EQ(text("SELECT input->>'device_id' FROM harvest_workflow_executions"), "unassigned");
+}
+
+}  // namespace
+}  // namespace harvest::connector::testing
