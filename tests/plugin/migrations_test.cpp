@@ -125,5 +125,39 @@ TEST_F(MigrationsTest, harvest_migrate_cli_applies_and_reports) {
   EXPECT_NE(err2.str().find("error: cannot connect"), std::string::npos) << err2.str();
 }
 
+// ENG-1/ENG-2 (issue 13 item 8): `harvest migrate` applies and reports every
+// set — the engine's and the connector's — and the environment's separate
+// harvest database takes precedence over the application's.
+TEST_F(MigrationsTest, harvest_migrate_applies_every_set_to_the_harvest_database) {
+  auto admin = store::Connection::open(admin_);
+  ASSERT_TRUE(admin);
+  const std::string app_db = "harvest_app_" + new_uuid().substr(0, 8);
+  ASSERT_TRUE((*admin)->exec("CREATE DATABASE " + app_db));
+  const std::string app_url = testing::with_database(admin_, app_db);
+  ::setenv("HARVEST_DATABASE_URL", app_url.c_str(), 1);
+  ::setenv("HARVEST_HARVEST_DATABASE_URL", url_.c_str(), 1);
+  std::ostringstream out, err;
+  const char* run[] = {"harvest", "migrate"};
+  EXPECT_EQ(cli::run_cli(2, run, out, err), 0) << err.str();
+  ::unsetenv("HARVEST_DATABASE_URL");
+  ::unsetenv("HARVEST_HARVEST_DATABASE_URL");
+  for (const auto& set : plugin::all_migration_sets()) {
+    for (const auto& m : set.migrations) {
+      const std::string label = fmt::format("{}/{:04d}_{}", set.name, m.version, m.name);
+      EXPECT_NE(out.str().find("applied  " + label), std::string::npos) << label << " in:\n"
+                                                                        << out.str();
+    }
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM pg_tables WHERE tablename IN "
+                  "('harvest_workflow_executions', 'harvest_connector_dead_letters')"),
+            2);
+  auto app = store::Connection::open(app_url);
+  ASSERT_TRUE(app);
+  auto none = (*app)->exec("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'harvest_%'");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->get(0, 0), "0") << "nothing lands in the application's database";
+  (void)(*admin)->exec("DROP DATABASE IF EXISTS " + app_db + " WITH (FORCE)");
+}
+
 }  // namespace
 }  // namespace harvest

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/ids.hpp"
 #include "common/log.hpp"
 #include "connector_fixture.hpp"
 
@@ -280,6 +281,59 @@ TEST_F(PluginTableTest, broker_native_bindings_alone_do_not_create_the_dead_lett
               std::ranges::none_of(app->warnings(), [](const std::string& w) {
                 return w.find("need migration") != std::string::npos;
               }));
+}
+
+}  // namespace
+}  // namespace harvest::plugin
+
+namespace harvest::plugin {
+namespace {
+
+// ENG-2 (issue 13 item 8): in split mode (a separate harvest database) the
+// dev profile applies the connector set there, beside the engine's tables,
+// and the sink writes there; the application's database is left alone.
+TEST(PluginSplitMode, the_connector_table_lands_in_the_harvest_database) {
+  const std::string admin = harvest::testing::admin_url();
+  auto conn = store::Connection::open(admin);
+  ASSERT_TRUE(conn);
+  const std::string suffix = new_uuid().substr(0, 8);
+  const std::string app_db = "harvest_app_" + suffix, harvest_db = "harvest_own_" + suffix;
+  ASSERT_TRUE((*conn)->exec("CREATE DATABASE " + app_db));
+  ASSERT_TRUE((*conn)->exec("CREATE DATABASE " + harvest_db));
+  {
+    engine::EngineConfig config;
+    config.database_url = harvest::testing::with_database(admin, app_db);
+    config.harvest_database_url = harvest::testing::with_database(admin, harvest_db);
+    config.profile = "dev";
+    auto source = mock("s");
+    auto app = HarvestPlugin()
+                   .engine_config(config)
+                   .workflows(connector_workflows())
+                   .connector(order_binding("orders"), source)
+                   .build();
+    source->push_kafka(0, 0, "{not json");
+    auto pass = app->runtime("orders").run_once();
+    ASSERT_TRUE(pass) << pass.error().message;
+    EXPECT_EQ(pass->dead_lettered, 1u);
+    auto tables = [&](const std::string& db) {
+      auto c = store::Connection::open(harvest::testing::with_database(admin, db));
+      EXPECT_TRUE(c);
+      auto r = (*c)->exec(
+          "SELECT coalesce(string_agg(tablename, ',' ORDER BY tablename), '') FROM pg_tables "
+          "WHERE tablename IN ('harvest_connector_dead_letters', 'harvest_workflow_executions')");
+      EXPECT_TRUE(r);
+      return r ? r->get(0, 0) : std::string();
+    };
+    EXPECT_EQ(tables(harvest_db), "harvest_connector_dead_letters,harvest_workflow_executions");
+    EXPECT_EQ(tables(app_db), "");
+    auto c = store::Connection::open(harvest::testing::with_database(admin, harvest_db));
+    ASSERT_TRUE(c);
+    auto letters = (*c)->exec("SELECT count(*) FROM harvest_connector_dead_letters");
+    ASSERT_TRUE(letters);
+    EXPECT_EQ(letters->get(0, 0), "1");
+  }
+  (void)(*conn)->exec("DROP DATABASE IF EXISTS " + app_db + " WITH (FORCE)");
+  (void)(*conn)->exec("DROP DATABASE IF EXISTS " + harvest_db + " WITH (FORCE)");
 }
 
 }  // namespace
