@@ -56,12 +56,15 @@ Result<StartOutcome> admit_debounced(store::Connection& conn, const WorkflowDef&
   return deferred();
 }
 
+// A start with a workflow id joins the batch once: a repeat (a redelivery)
+// while the item waits, or after its batch fired, is a no-op.
 Result<StartOutcome> admit_batched(store::Connection& conn, const WorkflowDef& def,
                                    const NewExecution& s) {
   auto b = conn.exec(
-      "INSERT INTO harvest_batch_items (workflow_name, input, start_source, start_source_ref) "
-      "VALUES ($1, $2::jsonb, $3, $4)",
-      {def.name, s.input.dump(), s.source, s.source_ref});
+      "INSERT INTO harvest_batch_items (workflow_name, workflow_id, input, start_source, "
+      "start_source_ref) VALUES ($1, $2, $3::jsonb, $4, $5) "
+      "ON CONFLICT (workflow_name, workflow_id) WHERE workflow_id IS NOT NULL DO NOTHING",
+      {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref});
   if (!b) return fail(b.error());
   return deferred();
 }
@@ -217,24 +220,38 @@ Result<int> fire_batches(store::Pool& pool, const WorkflowDef& def) {
     auto ready = (*conn)->exec(
         "SELECT count(*) >= $2 OR min(created_at) <= now() - $3 * interval '1 millisecond' "
         "AS ready FROM (SELECT created_at FROM harvest_batch_items WHERE workflow_name = $1 "
-        "ORDER BY id LIMIT $2) b",
+        "AND fired_execution IS NULL ORDER BY id LIMIT $2) b",
         {def.name, std::to_string(policy.max_size), std::to_string(policy.max_wait.count())});
     if (!ready) return fail(ready.error());
     if (ready->is_null(0, 0) || !ready->get_bool(0, "ready")) break;
     auto items = (*conn)->exec(
-        "DELETE FROM harvest_batch_items WHERE id IN (SELECT id FROM harvest_batch_items "
-        "WHERE workflow_name = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
-        "RETURNING id, input::text AS input, start_source, start_source_ref",
+        "SELECT id, input::text AS input, start_source, start_source_ref FROM "
+        "harvest_batch_items WHERE workflow_name = $1 AND fired_execution IS NULL ORDER BY id "
+        "LIMIT $2 FOR UPDATE SKIP LOCKED",
         {def.name, std::to_string(policy.max_size)});
     if (!items) return fail(items.error());
     if (items->empty()) break;
     const auto order = by_id(*items);
     Json batch = Json::array();
-    for (int i : order) batch.push_back(Json::parse(items->get(i, "input")));
+    Json ids = Json::array();
+    for (int i : order) {
+      batch.push_back(Json::parse(items->get(i, "input")));
+      ids.push_back(items->get_int(i, "id"));
+    }
     auto id = ExecutionStore(**conn).insert(fired(def, std::nullopt, std::move(batch),
                                                   items->get(order[0], "start_source"),
                                                   items->get_opt(order[0], "start_source_ref")));
     if (!id) return fail(id.error());
+    if (!*id) return fail(Error::internal("a batch run without a workflow id was not created"));
+    // Keyed items stay, pointing at their run (the dedupe record); the rest go.
+    auto taken = (*conn)->exec_pipeline(
+        {{"UPDATE harvest_batch_items SET fired_execution = $2::uuid WHERE id IN (SELECT "
+          "jsonb_array_elements_text($1::jsonb)::bigint) AND workflow_id IS NOT NULL",
+          {ids.dump(), **id}},
+         {"DELETE FROM harvest_batch_items WHERE id IN (SELECT "
+          "jsonb_array_elements_text($1::jsonb)::bigint) AND workflow_id IS NULL",
+          {ids.dump()}}});
+    if (!taken) return fail(taken.error());
     if (auto c = tx->commit(); !c) return fail(c.error());
     ++created;
   }

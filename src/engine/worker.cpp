@@ -249,10 +249,11 @@ void Worker::execute(Claimed c) {
       return;
     }
     if (completion.next_run) {
-      log::info("execution {} ({} '{}') completed with {} signal(s) unread; they go to its next "
-                "run {}",
-                run.id, run.workflow_name, run.workflow_id.value_or(""),
-                completion.carried_signals, *completion.next_run);
+      log::info(
+          "execution {} ({} '{}') completed with {} signal(s) unread; they go to its next "
+          "run {}",
+          run.id, run.workflow_name, run.workflow_id.value_or(""), completion.carried_signals,
+          *completion.next_run);
       engine_.metrics().increment(metrics::kEngineSignalsCarried, {{"workflow", run.workflow_name}},
                                   completion.carried_signals);
       engine_.work_signal().notify();

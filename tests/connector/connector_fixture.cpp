@@ -14,6 +14,13 @@ engine::WorkflowRegistry connector_workflows() {
           .throttle = engine::ThrottlePolicy{.starts = 1, .period = std::chrono::hours(1)}});
   r.add("device_session", [](engine::WorkflowContext&, engine::Json) { return 0; });
   r.add("typed_session", [](engine::WorkflowContext&, Device d) { return d.device_id; });
+  r.add(
+      "debounced_order", [](engine::WorkflowContext&, Order o) { return o.order_id; },
+      engine::WorkflowOptions{.debounce = engine::DebouncePolicy{.window = std::chrono::hours(1)}});
+  r.add(
+      "batched_order", [](engine::WorkflowContext&, engine::Json items) { return items.size(); },
+      engine::WorkflowOptions{
+          .batch = engine::BatchPolicy{.max_size = 100, .max_wait = std::chrono::hours(1)}});
   return r;
 }
 

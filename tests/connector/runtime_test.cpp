@@ -10,6 +10,7 @@
 #include "common/log.hpp"
 #include "connector/dedupe_key.hpp"
 #include "connector_fixture.hpp"
+#include "engine/admission.hpp"
 #include "engine/worker.hpp"
 
 namespace harvest::connector::testing {
@@ -393,6 +394,60 @@ TEST_F(ConnectorTest, throttled_target_defers_acks_and_dedupes_on_workflow_id) {
             1);
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency"), 0)
       << "no coordinate key on a deferred-admission workflow";
+}
+
+// Issue 13 item 13 (CON-8 fallback beyond throttle): a debounced or batched
+// target also falls back to workflow-id dedupe; every message is acked as
+// deferred, redeliveries collapse into the pending admission, and no
+// coordinate key is written.
+TEST_F(ConnectorTest, debounced_and_batched_targets_fall_back_to_workflow_id_dedupe) {
+  struct Case {
+    const char* workflow;
+    const char* table;
+    long long rows;  // pending admissions after 3 orders of one id + a redelivery
+  };
+  for (const Case& c : {Case{"debounced_order", "harvest_debounce", 3},
+                        Case{"batched_order", "harvest_batch_items", 3}}) {
+    SCOPED_TRACE(c.workflow);
+    auto source = std::make_shared<MockSource>("orders.placed");
+    auto b = order_binding(std::string("b_") + c.workflow, c.workflow);
+    auto rt = runtime(b, source);
+    EXPECT_EQ(rt->idempotency_mode(), IdempotencyMode::kWorkflowId);
+    for (int o = 0; o < 3; ++o) source->push_kafka(0, o, order_json("E-" + std::to_string(o)));
+    source->push_kafka(0, 1, order_json("E-1"));  // a redelivery
+    auto s = rt->run_once();
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(s->acked, 4u);
+    EXPECT_EQ(source->committed(0), 3);
+    EXPECT_EQ(executions(), 0) << "nothing is admitted before the window";
+    EXPECT_EQ(scalar(std::string("SELECT count(*) FROM ") + c.table), c.rows);
+    EXPECT_EQ(metrics_->counter(metrics::kConnectorDispatched,
+                                L{{"source", b.name()}, {"outcome", "deferred"}}),
+              4);
+    EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency"), 0);
+  }
+}
+
+// A batched target through a connector: a redelivered record joins its batch
+// once, and a redelivery after the batch fired joins no later batch.
+TEST_F(ConnectorTest, a_redelivery_never_puts_an_item_in_a_batch_twice) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding("batch", "batched_order"), source);
+  for (int o = 0; o < 3; ++o) source->push_kafka(0, o, order_json("F-" + std::to_string(o)));
+  source->push_kafka(0, 1, order_json("F-1"));
+  ASSERT_TRUE(rt->run_once());
+  ASSERT_TRUE(db().exec("UPDATE harvest_batch_items SET created_at = now() - interval '2 hours'"));
+  auto fired = engine::admission::fire_due(engine_->pool(), engine_->workflows());
+  ASSERT_TRUE(fired) << fired.error().message;
+  EXPECT_EQ(*fired, 1);
+  EXPECT_EQ(text("SELECT jsonb_array_length(input)::text FROM harvest_workflow_executions"), "3");
+  // The same records redelivered after the batch fired (a rebalance, say).
+  source->push_kafka(0, 1, order_json("F-1"));
+  source->push_kafka(0, 2, order_json("F-2"));
+  source->push_kafka(0, 3, order_json("F-3"));
+  ASSERT_TRUE(rt->run_once());
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_batch_items WHERE fired_execution IS NULL"), 1)
+      << "only F-3 waits for the next batch";
 }
 
 TEST_F(ConnectorTest, metrics_labels_are_bounded) {
