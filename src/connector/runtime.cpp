@@ -312,11 +312,8 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
     switch (d.verdict) {
       case Verdict::kSettled:
       case Verdict::kDeadLettered: {
-        if (d.verdict == Verdict::kSettled) {
-          metrics_->increment(metrics::kConnectorDispatched, labels("outcome", d.reason));
-        } else {
-          metrics_->increment(metrics::kConnectorDeadLettered, labels("reason", d.reason));
-        }
+        // Counted once the ack lands (below): a message whose ack fails is
+        // redelivered and counted then, so nothing is counted twice.
         if (tickets[i]) {
           if (auto mark = tracker_.on_settled(*tickets[i])) {
             Message head = m;
@@ -357,8 +354,10 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
   }
   for (size_t i : acked_idx) {
     if (results[i].verdict == Verdict::kDeadLettered) {
+      metrics_->increment(metrics::kConnectorDeadLettered, labels("reason", results[i].reason));
       ++summary.dead_lettered;
     } else {
+      metrics_->increment(metrics::kConnectorDispatched, labels("outcome", results[i].reason));
       ++summary.acked;
     }
   }

@@ -450,6 +450,47 @@ TEST_F(ConnectorTest, a_redelivery_never_puts_an_item_in_a_batch_twice) {
       << "only F-3 waits for the next batch";
 }
 
+// Issue 13 item 13: when the ack fails after a dead-letter write, the pass
+// reports those messages as retried (they will be redelivered), and the
+// dispatched / dead-lettered counters count each message once, when its ack
+// finally lands — not once per delivery.
+TEST_F(ConnectorTest, a_failed_ack_after_a_dead_letter_write_counts_each_message_once) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), source);
+  source->push_kafka(0, 0, "{not json");
+  source->push_kafka(0, 1, order_json("G-1"));
+  source->fail_acks(true);
+  auto failed = rt->run_once();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->acked, 0u);
+  EXPECT_EQ(failed->dead_lettered, 0u);
+  EXPECT_EQ(failed->retried, 2u);
+  EXPECT_EQ(sink_->letters().size(), 1u) << "the dead letter itself is durable";
+  EXPECT_EQ(metrics_->counter(metrics::kConnectorRetried,
+                              L{{"source", "orders"}, {"reason", "ack_failed"}}),
+            2);
+  EXPECT_EQ(metrics_->counter_total(metrics::kConnectorDeadLettered), 0);
+  EXPECT_EQ(metrics_->counter_total(metrics::kConnectorDispatched), 0);
+
+  source->fail_acks(false);
+  source->push_kafka(0, 0, "{not json");  // the broker redelivers both
+  source->push_kafka(0, 1, order_json("G-1"));
+  auto redelivered = rt->run_once();
+  ASSERT_TRUE(redelivered);
+  EXPECT_EQ(redelivered->dead_lettered, 1u);
+  EXPECT_EQ(redelivered->acked, 1u);
+  EXPECT_EQ(source->committed(0), 2);
+  EXPECT_EQ(sink_->letters().size(), 1u) << "the repeat dead-letter write is a no-op";
+  EXPECT_EQ(metrics_->counter(metrics::kConnectorDeadLettered,
+                              L{{"source", "orders"}, {"reason", "undecodable"}}),
+            1);
+  EXPECT_EQ(metrics_->counter(metrics::kConnectorDispatched,
+                              L{{"source", "orders"}, {"outcome", "idempotent_replay"}}),
+            1);
+  EXPECT_EQ(metrics_->counter_total(metrics::kConnectorDispatched), 1);
+  EXPECT_EQ(executions(), 1);
+}
+
 TEST_F(ConnectorTest, metrics_labels_are_bounded) {
   auto source = std::make_shared<MockSource>("orders.placed");
   auto rt = runtime(order_binding(), source);
