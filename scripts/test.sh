@@ -50,3 +50,32 @@ fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" "$@"
+
+# A full run also builds the core alone (HARVEST_KAFKA=OFF, HARVEST_SQS=OFF:
+# the engine, the connector runtime and MockSource, as a user without a
+# broker client links it) and runs its connector and plugin tests.
+if [[ $# -eq 0 && "${HARVEST_CORE_BUILD:-1}" == 1 ]]; then
+  echo "test: the core build (no broker clients)"
+  cmake --preset core >/dev/null
+  cmake --build --preset core
+  ctest --test-dir build/core --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" \
+    -R 'ConnectorTest|Plugin|MockSource|BindingRules|CommitTracker|DedupeKey|StrikeCounter'
+
+  # Installed, it is consumed as a user would: find_package and pkg-config.
+  echo "test: install into a fresh prefix and build examples/consumer against it"
+  PREFIX="$STATE/prefix"
+  cmake --install build/core --prefix "$PREFIX" >/dev/null
+  "$PREFIX/bin/harvest" --version | grep -q '^harvest [0-9]'
+  cmake -S examples/consumer -B "$STATE/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+  cmake --build "$STATE/consumer" >/dev/null
+  psql "$HARVEST_TEST_DATABASE_URL" -qXc "CREATE DATABASE harvest_consumer" >/dev/null
+  HARVEST_DATABASE_URL="${HARVEST_TEST_DATABASE_URL%/*}/harvest_consumer" "$STATE/consumer/consumer" |
+    tee "$STATE/consumer.out"
+  grep -q "dispatched 1 message; committed offset 1" "$STATE/consumer.out"
+  # shellcheck disable=SC2046
+  c++ examples/consumer/main.cpp -o "$STATE/consumer-pc" \
+    $(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --cflags --libs harvest)
+  "$STATE/consumer-pc" | grep -q "^linked"
+  echo "test: installed package consumed through CMake and pkg-config"
+fi

@@ -9,6 +9,7 @@
 
 #include "api/views.hpp"
 #include "common/strings.hpp"
+#include "common/version.hpp"
 #include "engine/engine.hpp"
 #include "plugin/migrations.hpp"
 #include "store/conninfo.hpp"
@@ -327,6 +328,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   Options o;
   CLI::App app{"harvest: durable workflows on PostgreSQL, started from Kafka and SQS"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("harvest ") + HARVEST_VERSION);
   // Global options may follow the subcommand (`harvest dlq list --json`).
   // Subcommands inherit this setting when they are created, so it comes first.
   app.fallthrough();
