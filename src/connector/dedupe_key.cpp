@@ -34,8 +34,11 @@ DedupeKey DedupeKey::derive(const std::string& binding, const std::string& incar
     append(body, s.queue_url);
     append(body, s.message_id);
   }
-  // "conn:1:" (inline) and "conn:h:" (hashed) never alias each other.
-  if (body.size() <= kMaxInline) return DedupeKey("conn:1:" + body);
+  // "conn:1:" (inline) and "conn:h:" (hashed) never alias each other. Only
+  // text PostgreSQL stores exactly stays inline: a NUL would be truncated by
+  // libpq (two keys collapsing into one) and invalid UTF-8 refused.
+  const bool storable = body.find('\0') == std::string::npos && is_valid_utf8(body);
+  if (body.size() <= kMaxInline && storable) return DedupeKey("conn:1:" + body);
   return DedupeKey("conn:h:" + sha256_hex(body));
 }
 

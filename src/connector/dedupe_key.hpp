@@ -4,9 +4,10 @@
 //   Kafka: topic, partition, offset      SQS: queue URL, MessageId
 // (never an SQS MessageDeduplicationId). It is encoded injectively — every
 // component length-prefixed — under the reserved `conn:` prefix, and bounded:
-// an encoding longer than kMaxInline is replaced by its SHA-256 under a
-// distinct prefix, so a pathological coordinate can neither collide with
-// another message's key nor overflow the column.
+// an encoding longer than kMaxInline, or holding a NUL or invalid UTF-8, is
+// replaced by its SHA-256 under a distinct prefix, so a pathological
+// coordinate can neither collide with another message's key, overflow the
+// column, nor be truncated or refused by PostgreSQL.
 #pragma once
 
 #include <string>
