@@ -30,6 +30,8 @@ std::string_view to_string(RetryClass retry) {
       return "permanent";
     case RetryClass::kTransient:
       return "transient";
+    case RetryClass::kUnavailable:
+      return "unavailable";
     case RetryClass::kConfig:
       return "config";
   }

@@ -4,9 +4,13 @@
 // error carries two answers:
 // - its `RetryClass`, the one thing a retry loop needs to know: permanent
 //   (retrying the same request cannot succeed: dead-letter it, answer 4xx),
-//   transient (may succeed later: retry with back-off, answer 503) or config
-//   (misconfiguration: refuse at build or start). `should_retry()` is the only
-//   place anyone asks "retry this?";
+//   transient (may succeed later: retry with back-off, answer 503),
+//   unavailable (a transient failure because the store itself cannot be
+//   reached: nothing about the request is wrong, and every other request
+//   fails the same way until it answers again) or config (misconfiguration:
+//   refuse at build or start). `should_retry()` is the only place anyone asks
+//   "retry this?"; `is_unavailable()` tells a caller to wait for the store
+//   rather than blame the request;
 // - its `ErrorKind`, the detail a caller maps to a status code (400, 404, …).
 // Adapters translate their library's codes (SQLSTATEs, librdkafka and curl
 // codes) into these inside their own module; no library code crosses a module
@@ -25,9 +29,12 @@
 namespace harvest {
 
 enum class RetryClass {
-  kPermanent,  // never retry: dead-letter the message / answer 4xx (or 500 for a bug)
-  kTransient,  // retry with back-off: database down, pool exhausted, broker unreachable (503)
-  kConfig,     // refuse at build/start: the configuration is wrong
+  kPermanent,    // never retry: dead-letter the message / answer 4xx (or 500 for a bug)
+  kTransient,    // retry with back-off: pool exhausted, serialization failure, broker unreachable
+                 // (503)
+  kUnavailable,  // retry once the store answers again: connection refused or lost, shutting down
+                 // (503)
+  kConfig,       // refuse at build/start: the configuration is wrong
 };
 
 enum class ErrorKind {
@@ -72,13 +79,23 @@ struct Error {
   static Error invalid_input(std::string m) { return {ErrorKind::kInvalidInput, std::move(m)}; }
   static Error conflict(std::string m) { return {ErrorKind::kConflict, std::move(m)}; }
   static Error transient_error(std::string m) { return {ErrorKind::kTransient, std::move(m)}; }
+  // The store cannot be reached: transient, retry class kUnavailable.
+  static Error unavailable(std::string m, std::string detail = {}) {
+    return {ErrorKind::kTransient, std::move(m), std::move(detail), RetryClass::kUnavailable};
+  }
   static Error config(std::string m) { return {ErrorKind::kConfig, std::move(m)}; }
   static Error internal(std::string m) { return {ErrorKind::kInternal, std::move(m)}; }
 };
 
-// The one answer to "retry this?": true only for transient errors.
+// The one answer to "retry this?": true only for transient errors (the store
+// being unavailable included).
 [[nodiscard]] inline bool should_retry(const Error& e) {
-  return e.retry == RetryClass::kTransient;
+  return e.retry == RetryClass::kTransient || e.retry == RetryClass::kUnavailable;
+}
+// The store itself cannot be reached: every request fails alike until it is
+// back, so wait for it rather than count this against the request.
+[[nodiscard]] inline bool is_unavailable(const Error& e) {
+  return e.retry == RetryClass::kUnavailable;
 }
 [[nodiscard]] inline bool is_permanent(const Error& e) {
   return e.retry == RetryClass::kPermanent;

@@ -77,6 +77,10 @@ void CommitTracker::clear(const PartitionKey& partition) {
   parts_.erase(partition);
 }
 
+void CommitTracker::clear() {
+  parts_.clear();
+}
+
 std::optional<int64_t> CommitTracker::mark(const PartitionKey& partition) const {
   auto it = parts_.find(partition);
   if (it == parts_.end()) return std::nullopt;

@@ -63,8 +63,11 @@ class CommitTracker {
   void on_retried(const Ticket& t, bool source_redelivers);
   // The first stall found, if any. `threshold` 0 disables the backlog check only.
   [[nodiscard]] std::optional<Stall> find_stall(size_t threshold) const;
-  // Forgets a partition (after the source rebuilt itself).
+  // Forgets a partition.
   void clear(const PartitionKey& partition);
+  // Forgets every partition: after the source rebuilt itself, every
+  // partition is redelivered from its last commit, not only the stalled one.
+  void clear();
 
   // Inspection for tests and metrics.
   [[nodiscard]] std::optional<int64_t> mark(const PartitionKey& partition) const;

@@ -84,6 +84,8 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
       binding_->name(), binding_->stream(), render(m.coordinates), key, reason, detail,
       attempts,         m.payload};
   if (auto w = sink_->write(letter); !w) {
+    // The sink lives in the store: an outage holds the message like any other.
+    if (is_unavailable(w.error())) return {Verdict::kRetry, "store_unavailable", false};
     log::warn("binding '{}': dead-letter write for {} failed ({}); the message will be retried",
               binding_->name(), letter.coordinates, w.error().describe());
     return {Verdict::kRetry, "dead_letter_failed", false};
@@ -190,6 +192,9 @@ ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
     if (is_permanent(outcome.error())) {
       return poison(m, mapped.key->value(), "start_rejected", outcome.error().message, 1);
     }
+    // The store is unreachable: the message is held, and the outage logged
+    // once, rather than once per message.
+    if (is_unavailable(outcome.error())) return {Verdict::kRetry, "store_unavailable", false};
     // Not the message's fault (database down, pool exhausted): leave it
     // unacked and let the broker redeliver at its own pace.
     log::warn("binding '{}': transient dispatch failure for {}: {}", binding_->name(), mapped.ref,
@@ -243,6 +248,25 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   PassSummary summary;
   // Lag first: a wedged binding's gauge must keep reporting the work it owes.
   lag_->maybe_sample();
+  if (store_unavailable_ && !store_answers()) {
+    summary.store_unavailable = true;
+    return summary;
+  }
+  if (!held_.empty()) {
+    // What the outage interrupted goes first, in the order it was received:
+    // nothing new is taken until it is durable (or held again).
+    std::vector<Held> held = std::move(held_);
+    held_.clear();
+    std::vector<Message> messages;
+    std::vector<std::optional<Ticket>> tickets;
+    for (auto& h : held) {
+      messages.push_back(std::move(h.message));
+      tickets.push_back(std::move(h.ticket));
+    }
+    dispatch(messages, tickets, summary);
+    summary.store_unavailable = store_unavailable_;
+    return summary;
+  }
   // A wedged binding stops pulling batches it could only drop.
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
 
@@ -262,7 +286,17 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
     if (auto p = partition_of(messages[i]))
       tickets[i] = tracker_.on_receive(*p, *offset_of(messages[i]));
   }
+  dispatch(messages, tickets, summary);
+  summary.store_unavailable = store_unavailable_;
+  // Held messages are not stalled: the store, not the broker, is holding them.
+  if (holding()) return summary;
+  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
+  return summary;
+}
 
+void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
+                                const std::vector<std::optional<Ticket>>& tickets,
+                                PassSummary& summary) {
   // Map on the pool (≤ max_in_flight at once), then commit in batch order,
   // groups of ≤ max_in_flight, one engine transaction per group.
   std::vector<Mapped> mapped(messages.size());
@@ -293,8 +327,32 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   HARVEST_FAULT_POINT("connector.after_dispatch_before_ack");
 
   settle(messages, tickets, results, summary);
-  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
-  return summary;
+}
+
+void ConnectorRuntime::enter_store_unavailable(size_t held) {
+  probe_delay_ = std::max(config_.store_probe_initial, std::chrono::milliseconds(1));
+  if (store_unavailable_) return;
+  store_unavailable_ = true;
+  unavailable_since_ = config_.clock->now();
+  log::warn(
+      "binding '{}': the store is unreachable; intake paused, {} messages held unacked, probing "
+      "every {}..{} ms",
+      binding_->name(), held, probe_delay_.count(), config_.store_probe_max.count());
+  metrics_->set_gauge(metrics::kConnectorStoreUnavailable, {{"source", binding_->name()}}, 1);
+}
+
+bool ConnectorRuntime::store_answers() {
+  if (auto probed = engine_.probe_store(); !probed) {
+    probe_delay_ = std::min(probe_delay_ * 2, std::max(config_.store_probe_max, probe_delay_));
+    return false;
+  }
+  store_unavailable_ = false;
+  const auto down = std::chrono::duration_cast<std::chrono::milliseconds>(config_.clock->now() -
+                                                                          unavailable_since_);
+  log::info("binding '{}': the store answers again after {} ms; dispatching {} held messages",
+            binding_->name(), down.count(), held_.size());
+  metrics_->set_gauge(metrics::kConnectorStoreUnavailable, {{"source", binding_->name()}}, 0);
+  return true;
 }
 
 void ConnectorRuntime::settle(const std::vector<Message>& messages,
@@ -306,6 +364,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
   std::vector<size_t> acked_idx;
   std::map<PartitionKey, Message> commits;
   std::vector<Message> to_abandon;
+  size_t unavailable = 0;
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
     Dispatched& d = results[i];
@@ -333,9 +392,20 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         break;
       case Verdict::kRetry:
         metrics_->increment(metrics::kConnectorRetried, labels("reason", d.reason));
+        ++summary.retried;
+        if (d.reason == "store_unavailable") {
+          // Not the message's fault and not a stall: a positional message is
+          // held (unacked) for dispatch once the store answers; a
+          // redelivering broker hands the rest back by itself.
+          ++unavailable;
+          if (tickets[i]) {
+            held_.push_back({m, tickets[i]});
+            ++summary.held;
+          }
+          break;
+        }
         if (tickets[i]) tracker_.on_retried(*tickets[i], source_->abandon_redelivers());
         if (d.fast_retry) to_abandon.push_back(m);
-        ++summary.retried;
         break;
     }
   }
@@ -367,6 +437,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
                 to_abandon.size(), a.error().describe());
     }
   }
+  if (unavailable > 0) enter_store_unavailable(held_.size());
 }
 
 Status ConnectorRuntime::run(std::stop_token stop) {
@@ -376,9 +447,13 @@ Status ConnectorRuntime::run(std::stop_token stop) {
     auto pass = run_once();
     if (pass) {
       // Only progress resets the backoff: a pass whose every message failed
-      // (database down) must not turn stall recovery into a rebuild loop.
+      // must not turn stall recovery into a rebuild loop.
       if (pass->acked + pass->dead_lettered > 0) backoff = config_.idle_backoff;
-      if (pass->received == 0) (void)config_.clock->sleep_for(config_.idle_backoff, stop);
+      if (pass->store_unavailable) {
+        (void)config_.clock->sleep_for(probe_delay_, stop);
+      } else if (pass->received + pass->acked + pass->retried + pass->dead_lettered == 0) {
+        (void)config_.clock->sleep_for(config_.idle_backoff, stop);
+      }
       continue;
     }
     const ConnectorError& e = pass.error();
@@ -400,10 +475,15 @@ Status ConnectorRuntime::run(std::stop_token stop) {
         log::error("{}", msg);
         return fail(Error::internal(msg));
       }
-      // The rebuilt consumer redelivers from the last commit; without this the
-      // redelivered offsets would land below a stale in-memory mark. Strikes
-      // are kept so a repeatedly rejected message still reaches its threshold.
-      tracker_.clear(e.stall->partition);
+      // The rebuilt consumer redelivers every partition from its last commit;
+      // without this the redelivered offsets would land below a stale
+      // in-memory mark, and the next pass would stop on another partition's
+      // stale wedge without receiving. Strikes are kept so a repeatedly
+      // rejected message still reaches its threshold.
+      ++recoveries_;
+      metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
+      tracker_.clear();
+      held_.clear();
       // A pass that settled nothing before stalling (a transient outage):
       // pause before pulling again, so rebuilds slow down instead of storming
       // the consumer group.

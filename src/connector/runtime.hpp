@@ -16,7 +16,20 @@
 //      leaves everything else unacked for the broker to redeliver, and checks
 //      for a stall again.
 // `run` repeats passes until stopped, answering a stall with
-// `EventSource::recover()`.
+// `EventSource::recover()` (after which every partition's commit state is
+// forgotten: the rebuilt consumer redelivers all of them from their commit).
+//
+// Store outage. A commit that fails because the store cannot be reached
+// (`is_unavailable`) says nothing about the message or the broker, so it
+// never counts toward a stall. The runtime instead holds the messages it
+// could not commit (positional sources; they stay unacked), stops receiving,
+// and probes the store (`Engine::probe_store`) with back-off from
+// `store_probe_initial` doubling to `store_probe_max`. Once the store answers
+// the held messages are dispatched again in batch order, before anything new
+// is received, with the same dedupe keys; then intake resumes. Entering and
+// leaving the state is logged once each and published as the
+// harvest.connector.store_unavailable gauge. Redelivering sources (SQS) hold
+// nothing: their broker hands the messages back after the visibility timeout.
 //
 // Threads: `run`/`run_once` on the caller's thread (the consumer thread);
 // `max_in_flight` mapping threads (DispatchPool); one lag-sampler thread.
@@ -25,6 +38,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <expected>
 #include <memory>
 #include <optional>
@@ -66,6 +80,11 @@ struct ConnectorRuntimeConfig {
   // max_in_flight(1) always commit one group at a time, in batch order.
   // Default 2; 0 is floored to 1.
   size_t commit_concurrency = 2;
+  // First pause between store probes while the store is unreachable; each
+  // failed probe doubles it up to `store_probe_max`. The store's return is
+  // noticed at most `store_probe_max` later. Defaults 100 ms and 2 s.
+  std::chrono::milliseconds store_probe_initial{100};
+  std::chrono::milliseconds store_probe_max{2000};
   // Steady time for lag budgets and back-off pauses; null means the process
   // clock. Tests pass a ManualClock (MockSource reads the same clock).
   std::shared_ptr<Clock> clock;
@@ -76,6 +95,10 @@ struct PassSummary {
   size_t acked = 0;          // dispatched (or replayed, or deferred) and acked
   size_t retried = 0;        // left unacked for redelivery
   size_t dead_lettered = 0;  // recorded as poison (sink row + ack, or handed to the broker)
+  size_t held = 0;           // of `retried`: kept to dispatch again once the store answers
+  // The store could not be reached: intake is paused until a probe succeeds
+  // (`run` waits `store_probe_delay()` before the next pass).
+  bool store_unavailable = false;
 };
 
 enum class ConnectorErrorKind {
@@ -121,6 +144,14 @@ class ConnectorRuntime {
   [[nodiscard]] const SourceBinding& binding() const { return *binding_; }
   [[nodiscard]] const CommitTracker& tracker() const { return tracker_; }
   [[nodiscard]] const StrikeCounter& strikes() const { return strikes_; }
+  // Whether the runtime is waiting for an unreachable store, and how long it
+  // pauses before its next probe.
+  [[nodiscard]] bool store_unavailable() const { return store_unavailable_; }
+  [[nodiscard]] std::chrono::milliseconds store_probe_delay() const { return probe_delay_; }
+  // Messages held for dispatch once the store answers again.
+  [[nodiscard]] size_t held() const { return held_.size(); }
+  // Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
+  [[nodiscard]] uint64_t recoveries() const { return recoveries_; }
 
  private:
   enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry };
@@ -145,9 +176,15 @@ class ConnectorRuntime {
                             const Result<std::string>& outcome);
   Dispatched poison(const Message& m, const std::string& key, const std::string& reason,
                     const std::string& detail, int attempts);
+  void dispatch(const std::vector<Message>& messages,
+                const std::vector<std::optional<Ticket>>& tickets, PassSummary& summary);
   void settle(const std::vector<Message>& messages,
               const std::vector<std::optional<Ticket>>& tickets, std::vector<Dispatched>& results,
               PassSummary& summary);
+  // Store outage (see the file comment).
+  void enter_store_unavailable(size_t held);
+  [[nodiscard]] bool store_answers();
+  [[nodiscard]] bool holding() const { return store_unavailable_ || !held_.empty(); }
   std::expected<PassSummary, ConnectorError> stalled(const Stall& s,
                                                      const PassSummary& summary) const;
   metrics::Labels labels(std::string key, std::string value) const;
@@ -165,6 +202,16 @@ class ConnectorRuntime {
   std::unique_ptr<DispatchPool> pool_;
   std::unique_ptr<DispatchPool> commit_pool_;
   std::unique_ptr<LagSampler> lag_;
+  // Store outage: held messages in batch order with their tickets.
+  struct Held {
+    Message message;
+    std::optional<Ticket> ticket;
+  };
+  std::vector<Held> held_;
+  bool store_unavailable_ = false;
+  std::chrono::milliseconds probe_delay_{0};
+  Clock::time_point unavailable_since_{};
+  uint64_t recoveries_ = 0;
 };
 
 }  // namespace harvest::connector

@@ -218,17 +218,40 @@ std::vector<ShardStatus> Engine::shard_status() {
     ShardStatus st;
     st.index = static_cast<int>(i);
     st.location = store::location_of(shards_[i].url);
-    auto conn = shards_[i].pool->acquire();
-    if (!conn) {
-      st.error = conn.error().message;
-    } else if (auto r = (*conn)->exec("SELECT 1"); !r) {
-      st.error = r.error().message;
+    if (auto probed = probe_shard(i); !probed) {
+      st.error = probed.error().message;
     } else {
       st.readable = true;
     }
     out.push_back(std::move(st));
   }
   return out;
+}
+
+Status Engine::probe_shard(size_t shard) {
+  store::Pool& pool = *shards_.at(shard).pool;
+  auto once = [&]() -> Status {
+    auto conn = pool.acquire();
+    if (!conn) return fail(conn.error());
+    if (auto r = (*conn)->exec("SELECT 1"); !r) return fail(r.error());
+    return {};
+  };
+  auto probed = once();
+  if (!probed && is_unavailable(probed.error())) {
+    // Connections that sat idle through an outage are dead as well: drop
+    // them and ask once more on a fresh one, so a server that is back is
+    // seen as back at the first probe.
+    pool.discard_idle();
+    probed = once();
+  }
+  return probed;
+}
+
+Status Engine::probe_store() {
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    if (auto probed = probe_shard(i); !probed) return probed;
+  }
+  return {};
 }
 
 int Engine::readable_shards() {

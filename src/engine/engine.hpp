@@ -129,6 +129,11 @@ class Engine {
   [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);
   // Probes every shard.
   [[nodiscard]] std::vector<ShardStatus> shard_status();
+  // One cheap round trip (`SELECT 1`) on every shard: success when each
+  // answers, else the first shard's error (unavailable when it cannot be
+  // reached). Callers waiting out an outage poll this instead of retrying
+  // real work.
+  [[nodiscard]] Status probe_store();
   [[nodiscard]] Result<std::optional<std::string>> find_execution(const std::string& workflow,
                                                                   const std::string& workflow_id);
 
@@ -196,6 +201,7 @@ class Engine {
   // The shard holding `execution_id`, found by asking each in turn.
   Result<std::optional<size_t>> locate(const std::string& execution_id);
   Result<int> fire_deferred_on(size_t shard);
+  Status probe_shard(size_t shard);
 
   EngineConfig config_;
   WorkflowRegistry workflows_;

@@ -46,6 +46,8 @@ std::string help_for(const std::string& name) {
       {kConnectorRetried, "Broker messages left for redelivery, by source and reason"},
       {kConnectorLag, "Broker messages still owed (uncommitted and in flight), by source"},
       {kConnectorDispatchSeconds, "Seconds from mapping a message to its durable commit"},
+      {kConnectorStoreUnavailable, "1 while a source waits for an unreachable store, by source"},
+      {kConnectorRecoveries, "Consumer rebuilds answering a stalled partition, by source"},
       {"harvest.api.requests", "HTTP API requests served, by route and status"},
   };
   auto it = kHelp.find(name);

@@ -37,6 +37,11 @@ inline constexpr const char* kConnectorRetried = "harvest.connector.retried";
 inline constexpr const char* kConnectorLag = "harvest.connector.lag";
 // Seconds from mapping a message to its durable commit (histogram).
 inline constexpr const char* kConnectorDispatchSeconds = "harvest.connector.dispatch_seconds";
+// 1 while a binding waits for an unreachable store (intake paused), else 0
+// (gauge, {source}).
+inline constexpr const char* kConnectorStoreUnavailable = "harvest.connector.store_unavailable";
+// Consumer rebuilds answering a stall (counter, {source}).
+inline constexpr const char* kConnectorRecoveries = "harvest.connector.recoveries";
 
 // Thread-safe: implementations are called from many threads.
 class MetricsRecorder {

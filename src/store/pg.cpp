@@ -44,8 +44,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
     std::string msg = PQerrorMessage(c);
     PQfinish(c);
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    return fail(Error{ErrorKind::kTransient, "cannot connect to the database; retry",
-                      "cannot connect to PostgreSQL: " + msg});
+    return fail(Error::unavailable("cannot connect to the database; retry",
+                                   "cannot connect to PostgreSQL: " + msg));
   }
   // Keep server notices (e.g. "relation already exists, skipping") off stderr.
   PQsetNoticeProcessor(
@@ -59,8 +59,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
   if (!ok) {
     std::string msg = PQerrorMessage(c);
     PQfinish(c);
-    return fail(Error{ErrorKind::kTransient, "cannot connect to the database; retry",
-                      "configuring the session: " + msg});
+    return fail(Error::unavailable("cannot connect to the database; retry",
+                                   "configuring the session: " + msg));
   }
   return std::unique_ptr<Connection>(new Connection(c, true));
 }
@@ -199,9 +199,8 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
       PQfinish(conn_);
       conn_ = nullptr;
     }
-    return fail(
-        first_error.value_or(Error{ErrorKind::kTransient, "the database connection failed; retry",
-                                   "could not leave pipeline mode"}));
+    return fail(first_error.value_or(Error::unavailable("the database connection failed; retry",
+                                                        "could not leave pipeline mode")));
   }
   if (first_error) return fail(*first_error);
   return out;
@@ -227,8 +226,9 @@ Result<bool> Connection::wait_notification(std::chrono::milliseconds timeout) {
   pollfd pfd{PQsocket(conn_), POLLIN, 0};
   const int ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
   if (ready < 0 && errno != EINTR) {
-    return fail(Error{ErrorKind::kTransient, "the database connection failed; retry",
-                      fmt::format("poll on the notification socket: {}", std::strerror(errno))});
+    return fail(Error::unavailable(
+        "the database connection failed; retry",
+        fmt::format("poll on the notification socket: {}", std::strerror(errno))));
   }
   if (ready > 0 && PQconsumeInput(conn_) != 1) {
     return fail(classify_pg_error(nullptr, conn_, "reading notifications"));

@@ -11,12 +11,23 @@ namespace {
 struct Mapping {
   ErrorKind kind;
   const char* message;
+  RetryClass retry = default_retry_class(kind);
 };
 
 Mapping map_sqlstate(std::string_view s) {
   const std::string_view cls = s.substr(0, 2);
   // Transient: the same statement may succeed once the database recovers.
-  if (cls == "08") return {ErrorKind::kTransient, "the database connection failed; retry"};
+  // Unavailable: the server is gone or going (connection failures, shutdown,
+  // crash recovery, not yet accepting connections); every statement fails
+  // alike until it is back.
+  if (cls == "08") {
+    return {ErrorKind::kTransient, "the database connection failed; retry",
+            RetryClass::kUnavailable};
+  }
+  if (s == "57P01" || s == "57P02" || s == "57P03") {
+    return {ErrorKind::kTransient, "the database is shutting down or restarting; retry",
+            RetryClass::kUnavailable};
+  }
   if (cls == "40") {
     return {ErrorKind::kTransient,
             "the database aborted the transaction (serialization failure or deadlock); retry"};
@@ -52,7 +63,8 @@ Mapping map_sqlstate(std::string_view s) {
 Error error_for_sqlstate(std::string_view sqlstate, std::string_view server_text,
                          std::string_view context) {
   const Mapping m = map_sqlstate(sqlstate);
-  return Error{m.kind, m.message, fmt::format("{}: {} (SQLSTATE {})", context, server_text, sqlstate)};
+  return Error{m.kind, m.message,
+               fmt::format("{}: {} (SQLSTATE {})", context, server_text, sqlstate), m.retry};
 }
 
 Error classify_pg_error(const PGresult* res, PGconn* conn, std::string_view context) {
@@ -63,8 +75,8 @@ Error classify_pg_error(const PGresult* res, PGconn* conn, std::string_view cont
   // No server answer, or the connection broke underneath: a connection-level
   // failure, whatever the result says.
   if (!state || (conn && PQstatus(conn) == CONNECTION_BAD)) {
-    return Error{ErrorKind::kTransient, "the database is unavailable; retry",
-                 fmt::format("{}: {}", context, text)};
+    return Error::unavailable("the database is unavailable; retry",
+                              fmt::format("{}: {}", context, text));
   }
   return error_for_sqlstate(state, text, context);
 }

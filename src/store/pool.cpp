@@ -19,6 +19,16 @@ size_t Pool::in_use() const {
   return open_ - idle_.size();
 }
 
+void Pool::discard_idle() {
+  std::vector<std::unique_ptr<Connection>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    open_ -= idle_.size();
+    dropped.swap(idle_);
+  }
+  cv_.notify_all();  // room to open fresh ones; closing happens outside the lock
+}
+
 Result<PooledConnection> Pool::acquire() {
   std::unique_lock lock(mu_);
   auto deadline = std::chrono::steady_clock::now() + config_.acquire_timeout;

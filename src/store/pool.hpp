@@ -57,6 +57,10 @@ class Pool {
   [[nodiscard]] const PoolConfig& config() const { return config_; }
   // Connections currently lent out.
   [[nodiscard]] size_t in_use() const;
+  // Closes every idle connection (lent ones are discarded when returned
+  // broken). After the server was unreachable the idle ones are dead too, and
+  // each would fail one caller before being replaced.
+  void discard_idle();
 
  private:
   friend class PooledConnection;

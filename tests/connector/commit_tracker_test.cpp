@@ -96,6 +96,18 @@ TEST(CommitTracker, a_retry_on_a_redelivering_source_is_not_a_stall_until_the_ba
   EXPECT_FALSE(t.find_stall(0)) << "0 disables the backlog heuristic";
 }
 
+TEST(CommitTracker, clearing_everything_forgets_every_partitions_wedge_and_mark) {
+  CommitTracker t;
+  const PartitionKey other{kP.topic, kP.partition + 1};
+  t.on_retried(t.on_receive(kP, 3), false);
+  t.on_retried(t.on_receive(other, 7), false);
+  t.clear();
+  EXPECT_FALSE(t.find_stall(0)) << "no partition keeps a stale wedge after a rebuild";
+  EXPECT_EQ(t.mark(kP), std::nullopt);
+  EXPECT_EQ(t.mark(other), std::nullopt);
+  EXPECT_EQ(t.on_settled(t.on_receive(other, 7)), 8);
+}
+
 TEST(CommitTracker, clearing_a_partition_forgets_its_mark) {
   CommitTracker t;
   auto head = t.on_receive(kP, 3);

@@ -16,8 +16,8 @@ struct Case {
 TEST(PgError, every_sqlstate_class_has_its_deliberate_retry_class) {
   const Case cases[] = {
       // 08 connection exception
-      {"08000", RetryClass::kTransient, ErrorKind::kTransient},
-      {"08006", RetryClass::kTransient, ErrorKind::kTransient},
+      {"08000", RetryClass::kUnavailable, ErrorKind::kTransient},
+      {"08006", RetryClass::kUnavailable, ErrorKind::kTransient},
       // 40 transaction rollback: serialization failure, deadlock
       {"40001", RetryClass::kTransient, ErrorKind::kTransient},
       {"40P01", RetryClass::kTransient, ErrorKind::kTransient},
@@ -25,9 +25,9 @@ TEST(PgError, every_sqlstate_class_has_its_deliberate_retry_class) {
       {"53100", RetryClass::kTransient, ErrorKind::kTransient},
       {"53300", RetryClass::kTransient, ErrorKind::kTransient},
       // 57 operator intervention: admin/crash shutdown, cannot connect now, cancel
-      {"57P01", RetryClass::kTransient, ErrorKind::kTransient},
-      {"57P02", RetryClass::kTransient, ErrorKind::kTransient},
-      {"57P03", RetryClass::kTransient, ErrorKind::kTransient},
+      {"57P01", RetryClass::kUnavailable, ErrorKind::kTransient},
+      {"57P02", RetryClass::kUnavailable, ErrorKind::kTransient},
+      {"57P03", RetryClass::kUnavailable, ErrorKind::kTransient},
       {"57014", RetryClass::kTransient, ErrorKind::kTransient},
       // 58 system error (I/O)
       {"58030", RetryClass::kTransient, ErrorKind::kTransient},
@@ -57,7 +57,10 @@ TEST(PgError, every_sqlstate_class_has_its_deliberate_retry_class) {
     Error e = error_for_sqlstate(c.sqlstate, "server words", "query failed");
     EXPECT_EQ(e.retry, c.retry) << c.sqlstate;
     EXPECT_EQ(e.kind, c.kind) << c.sqlstate;
-    EXPECT_EQ(should_retry(e), c.retry == RetryClass::kTransient) << c.sqlstate;
+    EXPECT_EQ(should_retry(e),
+              c.retry == RetryClass::kTransient || c.retry == RetryClass::kUnavailable)
+        << c.sqlstate;
+    EXPECT_EQ(is_unavailable(e), c.retry == RetryClass::kUnavailable) << c.sqlstate;
   }
 }
 
@@ -72,9 +75,10 @@ TEST(PgError, server_text_and_sqlstate_go_to_the_detail_never_the_message) {
   EXPECT_NE(e.describe().find("x_key"), std::string::npos);
 }
 
-TEST(PgError, a_missing_answer_is_transient) {
+TEST(PgError, a_missing_answer_is_the_store_unavailable) {
   Error e = classify_pg_error(nullptr, nullptr, "query failed");
   EXPECT_TRUE(should_retry(e));
+  EXPECT_TRUE(is_unavailable(e));
   EXPECT_EQ(e.kind, ErrorKind::kTransient);
 }
 
