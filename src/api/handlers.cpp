@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <initializer_list>
+#include <span>
 
 #include "api/http_status.hpp"
+#include "api/routes.hpp"
 
 namespace harvest::api {
 
@@ -14,7 +15,7 @@ namespace {
 constexpr size_t kMaxExecutionPage = 500;
 constexpr size_t kMaxDeadLetterPage = 1000;
 
-std::string join(std::initializer_list<std::string_view> names) {
+std::string join(std::span<const std::string_view> names) {
   std::string out;
   for (auto n : names) {
     if (!out.empty()) out += ", ";
@@ -31,7 +32,7 @@ class Body {
   // An empty body reads as `{}` when the route has no required field.
   [[nodiscard]] static Result<Body> parse(const std::string& text, const JsonLimits& limits,
                                           bool may_be_empty,
-                                          std::initializer_list<std::string_view> fields) {
+                                          std::span<const std::string_view> fields) {
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
       if (may_be_empty) return Body(Json::object());
       return fail(Error::bad_request(
@@ -112,7 +113,7 @@ Result<std::optional<std::string>> idempotency_key(const Body& body, const ApiRe
   return std::optional<std::string>{header};
 }
 
-Status check_query(const ApiRequest& req, std::initializer_list<std::string_view> allowed) {
+Status check_query(const ApiRequest& req, std::span<const std::string_view> allowed) {
   for (const auto& [k, v] : req.query) {
     bool known = false;
     for (auto a : allowed) known = known || k == a;
@@ -178,7 +179,7 @@ Handlers::Handlers(engine::Engine& engine, std::string prefix,
 
 ApiResponse Handlers::start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
-    auto body = Body::parse(req.body, json_, false, {"workflow_id", "input", "idempotency_key"});
+    auto body = Body::parse(req.body, json_, false, body_fields::kStart);
     if (!body) return fail(body.error());
     auto workflow_id = body->string("workflow_id");
     if (!workflow_id) return fail(workflow_id.error());
@@ -213,9 +214,7 @@ ApiResponse Handlers::start(const ApiRequest& req) {
 
 ApiResponse Handlers::signal_with_start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
-    auto body = Body::parse(
-        req.body, json_, false,
-        {"workflow_id", "input", "signal", "payload", "idempotency_key", "workflow_id_reuse"});
+    auto body = Body::parse(req.body, json_, false, body_fields::kSignalWithStart);
     if (!body) return fail(body.error());
     auto workflow_id = body->required_string("workflow_id");
     if (!workflow_id) return fail(workflow_id.error());
@@ -260,7 +259,7 @@ ApiResponse Handlers::signal_workflow(const ApiRequest& req) {
 ApiResponse Handlers::signal(const ApiRequest& req, engine::SignalTarget target,
                              const std::string& name) {
   return respond([&]() -> Result<ApiResponse> {
-    auto body = Body::parse(req.body, json_, true, {"payload", "idempotency_key"});
+    auto body = Body::parse(req.body, json_, true, body_fields::kSignal);
     if (!body) return fail(body.error());
     auto key = idempotency_key(*body, req);
     if (!key) return fail(key.error());
@@ -287,10 +286,7 @@ ApiResponse Handlers::get_execution(const ApiRequest& req) {
 
 ApiResponse Handlers::list_executions(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
-    if (auto ok = check_query(req, {"workflow", "status", "start_source", "limit", "cursor"});
-        !ok) {
-      return fail(ok.error());
-    }
+    if (auto ok = check_query(req, query_params::kListExecutions); !ok) return fail(ok.error());
     auto limit = limit_param(req, kMaxExecutionPage);
     if (!limit) return fail(limit.error());
     engine::ExecutionFilter filter{.workflow = query(req, "workflow"),
@@ -306,7 +302,7 @@ ApiResponse Handlers::list_executions(const ApiRequest& req) {
 
 ApiResponse Handlers::list_dead_letters(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
-    if (auto ok = check_query(req, {"limit"}); !ok) return fail(ok.error());
+    if (auto ok = check_query(req, query_params::kListDeadLetters); !ok) return fail(ok.error());
     auto limit = limit_param(req, kMaxDeadLetterPage);
     if (!limit) return fail(limit.error());
     auto dead =

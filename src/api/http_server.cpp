@@ -6,14 +6,17 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdlib>
 #include <future>
 #include <list>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "api/guard.hpp"
 #include "api/handlers.hpp"
 #include "api/router.hpp"
+#include "api/routes.hpp"
 #include "common/log.hpp"
 #include "common/redact.hpp"
 
@@ -131,27 +134,31 @@ struct ServerCore {
     add_routes();
   }
 
-  void add(Method m, const std::string& path, std::string name, Handler fn, bool control = false) {
-    routes.push_back(Route{route_pattern(m, path), std::move(name), fn, control});
-    patterns.push_back(routes.back().pattern);
-  }
-
+  // The table comes from route_specs (routes.hpp), the one list the OpenAPI
+  // document is checked against; each spec's name picks its handler.
   void add_routes() {
-    const std::string& p = config.prefix;
-    add(Method::kPost, p + "/workflows/{}/start", "start", &Handlers::start);
-    add(Method::kPost, p + "/workflows/{}/signal-with-start", "signal_with_start",
-        &Handlers::signal_with_start);
-    add(Method::kPost, p + "/executions/{}/signals/{}", "signal_execution",
-        &Handlers::signal_execution);
-    add(Method::kPost, p + "/workflows/{}/executions/{}/signals/{}", "signal_workflow",
-        &Handlers::signal_workflow);
-    add(Method::kGet, p + "/executions/{}", "get_execution", &Handlers::get_execution);
-    add(Method::kGet, p + "/executions", "list_executions", &Handlers::list_executions);
-    add(Method::kGet, p + "/dead-letters", "list_dead_letters", &Handlers::list_dead_letters);
-    add(Method::kPost, p + "/dead-letters/{}/replay", "replay_dead_letter",
-        &Handlers::replay_dead_letter);
-    add(Method::kGet, "/healthz", "healthz", &Handlers::health, true);
-    add(Method::kGet, "/metrics", "metrics", &Handlers::metrics, true);
+    static const std::map<std::string, Handler, std::less<>> kHandlers = {
+        {"start", &Handlers::start},
+        {"signal_with_start", &Handlers::signal_with_start},
+        {"signal_execution", &Handlers::signal_execution},
+        {"signal_workflow", &Handlers::signal_workflow},
+        {"get_execution", &Handlers::get_execution},
+        {"list_executions", &Handlers::list_executions},
+        {"list_dead_letters", &Handlers::list_dead_letters},
+        {"replay_dead_letter", &Handlers::replay_dead_letter},
+        {"healthz", &Handlers::health},
+        {"metrics", &Handlers::metrics},
+    };
+    for (auto& spec : route_specs(config.prefix)) {
+      auto fn = kHandlers.find(spec.name);
+      if (fn == kHandlers.end()) {
+        // A broken invariant of this file, never reachable from input.
+        log::error("HTTP API route '{}' has no handler", spec.name);
+        std::abort();
+      }
+      routes.push_back(Route{route_pattern(spec), std::move(spec.name), fn->second, spec.control});
+      patterns.push_back(routes.back().pattern);
+    }
   }
 
   void count(std::string_view route, int status) {

@@ -12,6 +12,7 @@
 //   GET  {prefix}/dead-letters?limit=
 //   POST {prefix}/dead-letters/{execution_id}/replay            200
 //   GET  /healthz, GET /metrics                                 (not under the prefix)
+// The table is `route_specs` (routes.hpp); docs/openapi.yaml documents it.
 // Every error is `{"error": "<kind>", "message": "...", "request_id": "..."}`
 // with the status of its kind (`http_status`); every response carries
 // `X-Request-Id`, and a 5xx answer says only what kind of failure it was: the
