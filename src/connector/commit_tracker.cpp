@@ -15,14 +15,16 @@ size_t CommitTracker::State::settled_behind_head() const {
       std::count_if(pending.begin(), pending.end(), [](const auto& p) { return p.second == 0; }));
 }
 
-Ticket CommitTracker::on_receive(const PartitionKey& partition, int64_t offset) {
+Ticket CommitTracker::on_receive(const PartitionKey& partition, int64_t offset,
+                                 uint64_t source_generation) {
   auto [it, fresh] = parts_.try_emplace(partition);
   State& s = it->second;
-  if (fresh || offset < s.base) {
-    // A new partition, or one handed back behind everything this generation
-    // has seen: start over from here.
+  if (fresh || offset < s.base || source_generation != s.source_generation) {
+    // A new partition, one handed back behind everything this generation
+    // has seen, or one the source assigned anew: start over from here.
     s = State{};
     s.generation = next_generation_++;
+    s.source_generation = source_generation;
     s.base = s.mark = offset;
   } else if (offset < s.mark) {
     return Ticket{partition, offset, s.generation, true};

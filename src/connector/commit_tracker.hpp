@@ -14,7 +14,13 @@
 // - a delivery below `base` means the partition was handed back behind the
 //   mark (offset reset, rebalance): the old generation is discarded and the
 //   prefix rebuilt from the new position; settlements tagged with the old
-//   generation are dropped, so a stale higher mark is never committed.
+//   generation are dropped, so a stale higher mark is never committed;
+// - so does a delivery under a new *source* assignment generation
+//   (`Message::generation`), even inside [base, mark): the partition was
+//   handed back (or reset inside the settled range), so the old mark speaks
+//   for records the new assignment has not settled;
+// - a partition the source no longer owns is forgotten (`forget_unowned`),
+//   so a stall on a revoked partition never rebuilds the consumer.
 // Stall signals: a retried offset on a source whose abandon does not
 // redeliver wedges the partition at once; otherwise `stall_threshold` or more
 // completed offsets held behind an unsettled head is a stall.
@@ -54,7 +60,9 @@ struct Stall {
 class CommitTracker {
  public:
   // Registers a delivery; the ticket must be settled or retried.
-  [[nodiscard]] Ticket on_receive(const PartitionKey& partition, int64_t offset);
+  // `source_generation`: the source's assignment generation of the delivery.
+  [[nodiscard]] Ticket on_receive(const PartitionKey& partition, int64_t offset,
+                                  uint64_t source_generation = 0);
   // The message is durably owned. Returns the offset to commit (the new mark)
   // when the prefix advanced or the delivery was a re-ack; nothing when the
   // head is still open or the ticket belongs to a discarded generation.
@@ -65,6 +73,21 @@ class CommitTracker {
   [[nodiscard]] std::optional<Stall> find_stall(size_t threshold) const;
   // Forgets a partition.
   void clear(const PartitionKey& partition);
+  // Forgets every partition for which `owned(partition, source_generation)`
+  // is false; returns how many.
+  template <typename Owned>
+  size_t forget_unowned(Owned owned) {
+    size_t n = 0;
+    for (auto it = parts_.begin(); it != parts_.end();) {
+      if (owned(it->first, it->second.source_generation)) {
+        ++it;
+      } else {
+        it = parts_.erase(it);
+        ++n;
+      }
+    }
+    return n;
+  }
   // Forgets every partition: after the source rebuilt itself, every
   // partition is redelivered from its last commit, not only the stalled one.
   void clear();
@@ -75,6 +98,7 @@ class CommitTracker {
  private:
   struct State {
     uint64_t generation = 0;
+    uint64_t source_generation = 0;
     int64_t base = 0;
     int64_t mark = 0;
     // Offsets received at or above `mark`, each with its unsettled delivery

@@ -14,6 +14,7 @@ void MockSource::push_kafka(int32_t partition, int64_t offset, std::string paylo
   Message m{KafkaCoordinates{stream_, partition, offset}, std::move(key), std::move(headers),
             std::move(payload)};
   std::lock_guard lock(mu_);
+  m.generation = generation_[partition];
   log_[partition].insert_or_assign(offset, m);
   queue_.push_back(std::move(m));
 }
@@ -68,6 +69,26 @@ MockSource& MockSource::abandon_redelivers(bool redelivers) {
   std::lock_guard lock(mu_);
   redelivers_ = redelivers;
   return *this;
+}
+
+MockSource& MockSource::reassign(int32_t partition) {
+  std::lock_guard lock(mu_);
+  ++generation_[partition];
+  revoked_.erase(partition);
+  return *this;
+}
+
+MockSource& MockSource::revoke(int32_t partition) {
+  std::lock_guard lock(mu_);
+  revoked_.insert(partition);
+  return *this;
+}
+
+bool MockSource::owns(const std::string& topic, int32_t partition, uint64_t generation) const {
+  std::lock_guard lock(mu_);
+  if (topic != stream_ || revoked_.contains(partition)) return false;
+  auto it = generation_.find(partition);
+  return generation == (it == generation_.end() ? 0 : it->second);
 }
 
 bool MockSource::abandon_redelivers() const {

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ class MockSource final : public EventSource {
   // Returns the MessageId.
   std::string push_sqs(std::string payload, Headers attributes = {},
                        std::optional<std::string> message_id = std::nullopt);
+
+  // Ownership (positional): the partition is assigned anew (later pushes
+  // carry a new generation), or revoked (owns() is false for it).
+  MockSource& reassign(int32_t partition);
+  MockSource& revoke(int32_t partition);
+  [[nodiscard]] bool owns(const std::string& topic, int32_t partition,
+                          uint64_t generation) const override;
 
   // Configuration (call before use).
   MockSource& subscription(std::string identity);
@@ -83,6 +91,8 @@ class MockSource final : public EventSource {
   std::map<std::string, Message> in_flight_;           // redelivering: by MessageId
   std::map<int32_t, std::map<int64_t, Message>> log_;  // positional: every pushed record
   std::map<int32_t, int64_t> committed_;
+  std::map<int32_t, uint64_t> generation_;  // partition -> current assignment
+  std::set<int32_t> revoked_;
   std::vector<Message> acked_, abandoned_;
   std::string subscription_;
   std::optional<std::string> dlq_;

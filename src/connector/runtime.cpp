@@ -268,6 +268,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
     return summary;
   }
   // A wedged binding stops pulling batches it could only drop.
+  forget_revoked();
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
 
   auto batch = source_->receive(std::max<size_t>(config_.max_batch, 1), config_.poll_timeout);
@@ -284,14 +285,27 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   std::vector<std::optional<Ticket>> tickets(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
     if (auto p = partition_of(messages[i]))
-      tickets[i] = tracker_.on_receive(*p, *offset_of(messages[i]));
+      tickets[i] = tracker_.on_receive(*p, *offset_of(messages[i]), messages[i].generation);
   }
   dispatch(messages, tickets, summary);
   summary.store_unavailable = store_unavailable_;
   // Held messages are not stalled: the store, not the broker, is holding them.
   if (holding()) return summary;
+  forget_revoked();
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
   return summary;
+}
+
+void ConnectorRuntime::forget_revoked() {
+  // A partition another replica owns now is its business: stalling on it
+  // would rebuild this consumer and rebalance every replica for nothing.
+  const size_t n = tracker_.forget_unowned([this](const PartitionKey& k, uint64_t generation) {
+    return source_->owns(k.topic, k.partition, generation);
+  });
+  if (n > 0) {
+    log::debug("binding '{}': forgot {} partition(s) this consumer no longer owns",
+               binding_->name(), n);
+  }
 }
 
 void ConnectorRuntime::dispatch(const std::vector<Message>& messages,

@@ -185,6 +185,8 @@ class ConnectorRuntime {
   void enter_store_unavailable(size_t held);
   [[nodiscard]] bool store_answers();
   [[nodiscard]] bool holding() const { return store_unavailable_ || !held_.empty(); }
+  // Drops the commit state of partitions the source no longer owns.
+  void forget_revoked();
   std::expected<PassSummary, ConnectorError> stalled(const Stall& s,
                                                      const PassSummary& summary) const;
   metrics::Labels labels(std::string key, std::string value) const;

@@ -424,6 +424,13 @@ void KafkaSource::on_revoked(RdKafka::KafkaConsumer& consumer,
   drop_buffered(partitions);
 }
 
+bool KafkaSource::owns(const std::string& topic, int32_t partition, uint64_t generation) const {
+  if (topic != config_.topic()) return false;
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  return it != owned_.end() && it->second.generation == generation;
+}
+
 void KafkaSource::on_message(int32_t partition, int64_t offset, connector::Message message) {
   {
     std::lock_guard lock(mu_);
@@ -463,8 +470,7 @@ void KafkaSource::on_consumer_error(Error error, bool fatal) {
 }
 
 bool KafkaSource::read_ahead_full() const {
-  return buffer_.size() >= config_.max_buffered() ||
-         buffer_bytes_ >= config_.max_buffered_bytes();
+  return buffer_.size() >= config_.max_buffered() || buffer_bytes_ >= config_.max_buffered_bytes();
 }
 
 bool KafkaSource::read_ahead_half() const {

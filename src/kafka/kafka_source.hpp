@@ -113,6 +113,9 @@ class KafkaSource final : public connector::EventSource {
   // watermark for earliest, high for latest). std::nullopt when the broker
   // does not answer by `deadline`. Errors: unknown topic (kConfig), other
   // broker refusals.
+  // Whether `partition` is assigned to this consumer under `generation`.
+  [[nodiscard]] bool owns(const std::string& topic, int32_t partition,
+                          uint64_t generation) const override;
   [[nodiscard]] Result<std::optional<int64_t>> lag(
       std::chrono::steady_clock::time_point deadline) override;
 
@@ -190,7 +193,7 @@ class KafkaSource final : public connector::EventSource {
   };
   std::map<int32_t, Ownership> owned_;
   std::deque<connector::Message> buffer_;
-  size_t buffer_bytes_ = 0;         // footprint of buffer_ (read-ahead bound)
+  size_t buffer_bytes_ = 0;        // footprint of buffer_ (read-ahead bound)
   std::condition_variable space_;  // buffer_ shrank
   AnchorBook anchors_;
   std::set<int32_t> floors_committed_;  // latest: once per partition per process

@@ -132,3 +132,45 @@ TEST(CommitTracker, partitions_are_independent) {
 
 }  // namespace
 }  // namespace harvest::connector
+
+namespace harvest::connector {
+namespace {
+
+// Issue 13 item 3 (CON-6): a delivery inside [base, mark) under a new source
+// assignment generation (the partition handed back, or reset inside the
+// settled range) is not a replay: the old mark is discarded and the prefix
+// rebuilt from the new position, so the higher old mark is never committed
+// for records the new assignment has not settled.
+TEST(CommitTracker, a_new_source_generation_below_the_mark_rebuilds_the_prefix) {
+  CommitTracker t;
+  const PartitionKey p{"orders", 0};
+  for (int64_t o = 0; o < 5; ++o) (void)t.on_settled(t.on_receive(p, o, 1));
+  ASSERT_EQ(t.mark(p), 5);
+  auto again = t.on_receive(p, 2, 2);  // handed back at offset 2
+  EXPECT_FALSE(again.reack);
+  auto three = t.on_receive(p, 3, 2);
+  EXPECT_EQ(t.on_settled(three), std::nullopt) << "the head (2) is still open";
+  EXPECT_EQ(t.on_settled(again), 4);
+  EXPECT_EQ(t.mark(p), 4) << "rebuilt from the new position, not the old mark 5";
+  // The same generation inside the range is still a replay.
+  auto replay = t.on_receive(p, 2, 2);
+  EXPECT_TRUE(replay.reack);
+}
+
+// Issue 13 item 10: the state of a partition the source no longer owns is
+// forgotten, so it cannot report a stall.
+TEST(CommitTracker, forgets_partitions_the_source_no_longer_owns) {
+  CommitTracker t;
+  const PartitionKey mine{"orders", 0}, theirs{"orders", 1};
+  (void)t.on_receive(mine, 0, 1);
+  auto head = t.on_receive(theirs, 0, 1);
+  t.on_retried(head, /*source_redelivers=*/false);  // a wedged head
+  ASSERT_TRUE(t.find_stall(0));
+  EXPECT_EQ(t.forget_unowned([&](const PartitionKey& k, uint64_t) { return k == mine; }), 1u);
+  EXPECT_FALSE(t.find_stall(0));
+  EXPECT_TRUE(t.mark(mine));
+  EXPECT_FALSE(t.mark(theirs));
+}
+
+}  // namespace
+}  // namespace harvest::connector

@@ -491,6 +491,50 @@ TEST_F(ConnectorTest, a_failed_ack_after_a_dead_letter_write_counts_each_message
   EXPECT_EQ(executions(), 1);
 }
 
+// Issue 13 item 3 on MockSource: the partition handed back and reset inside
+// the settled range; the redelivered records are committed from their own
+// position, never at the old, higher mark (a crash before they settle must
+// not skip them).
+TEST_F(ConnectorTest, a_reset_inside_the_settled_range_is_committed_from_the_new_position) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto rt = runtime(order_binding(), source);
+  for (int o = 0; o < 4; ++o) source->push_kafka(0, o, order_json("H-" + std::to_string(o)));
+  ASSERT_TRUE(rt->run_once());
+  ASSERT_EQ(source->committed(0), 4);
+  source->reassign(0);  // handed back, reset to offset 1
+  source->push_kafka(0, 1, order_json("H-1"));
+  auto s = rt->run_once();
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->acked, 1u);
+  EXPECT_EQ(source->committed(0), 2) << "committed at the new position, not re-acked at 4";
+  EXPECT_EQ(executions(), 4) << "the redelivery is a replay";
+}
+
+// Issue 13 item 10 on MockSource: a stalled partition this consumer no
+// longer owns is forgotten instead of rebuilding the consumer; the same
+// stall on an owned partition is reported.
+TEST_F(ConnectorTest, a_stall_on_a_revoked_partition_does_not_rebuild_the_consumer) {
+  for (bool revoked : {false, true}) {
+    SCOPED_TRACE(revoked ? "revoked" : "owned");
+    auto source = std::make_shared<MockSource>("orders.placed");
+    auto b = order_binding(revoked ? "revoked" : "owned");
+    b.poison_threshold(0);  // the head is rejected forever
+    ConnectorRuntimeConfig cfg;
+    cfg.stall_threshold = 3;
+    auto rt = runtime(b, source, cfg);
+    source->push_kafka(0, 0, order_json("reject-head"));
+    for (int o = 1; o <= 5; ++o) source->push_kafka(0, o, order_json("J-" + std::to_string(o)));
+    if (revoked) source->revoke(0);
+    auto s = rt->run_once();
+    if (revoked) {
+      EXPECT_TRUE(s) << "a revoked partition cannot stall this consumer";
+    } else {
+      ASSERT_FALSE(s);
+      EXPECT_EQ(s.error().kind, ConnectorErrorKind::kStalled);
+    }
+  }
+}
+
 TEST_F(ConnectorTest, metrics_labels_are_bounded) {
   auto source = std::make_shared<MockSource>("orders.placed");
   auto rt = runtime(order_binding(), source);
