@@ -1,7 +1,14 @@
 // Kafka → a durable workflow start: each record on `orders.placed` starts
 // exactly one `fulfil_order` run, acked only once the start is durable.
-//   KAFKA_BOOTSTRAP=127.0.0.1:9092 HARVEST_DATABASE_URL=postgresql://… kafka_connector_quickstart
+//   KAFKA_BOOTSTRAP=127.0.0.1:9092 HARVEST_DATABASE_URL=postgresql://… \
+//   HARVEST_INSTANCE_ID=orders-0 kafka_connector_quickstart
 //   curl -s localhost:8080/api/harvest/executions       # the runs, over the HTTP API
+// HARVEST_INSTANCE_ID (optional; a pod or host name, unique among the live
+// processes) is read by the engine and the Kafka source alike: restarted
+// after a crash, the process gets its partitions back at once (static group
+// membership) and resumes the runs it had in flight without waiting for
+// their leases. Without it, a restart waits out the group's session timeout
+// and the runs' leases (docs/design.md, "Restarts and instance ids").
 #include <csignal>
 #include <cstdlib>
 
@@ -32,9 +39,11 @@ int main() {
     return "fulfilled " + order.order_id;
   });
   const char* brokers = std::getenv("KAFKA_BOOTSTRAP");
+  const char* instance = std::getenv("HARVEST_INSTANCE_ID");  // also the engine's default
   auto source =
       kafka::KafkaSource::connect(kafka::KafkaSourceConfig(brokers ? brokers : "localhost:9092",
-                                                           "harvest-orders", "orders.placed"))
+                                                           "harvest-orders", "orders.placed")
+                                      .instance_id(instance ? instance : ""))
           .value();
   auto binding = connector::SourceBinding::starts("orders", "orders.placed", "fulfil_order")
                      .map_json([](const MessageCtx&, OrderPlaced order) -> MapResult {

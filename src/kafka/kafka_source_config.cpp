@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -99,6 +100,20 @@ KafkaSourceConfig&& KafkaSourceConfig::close_timeout(std::chrono::milliseconds t
   return std::move(close_timeout(t));
 }
 
+KafkaSourceConfig& KafkaSourceConfig::instance_id(std::string id) & {
+  instance_id_ = std::move(id);
+  return *this;
+}
+KafkaSourceConfig&& KafkaSourceConfig::instance_id(std::string id) && {
+  return std::move(instance_id(std::move(id)));
+}
+
+std::string KafkaSourceConfig::effective_instance_id() const {
+  if (instance_id_) return *instance_id_;
+  const char* env = std::getenv("HARVEST_INSTANCE_ID");
+  return env ? env : "";
+}
+
 std::map<std::string, std::string> KafkaSourceConfig::effective_properties() const {
   std::map<std::string, std::string> out;
   out[kBootstrap] = brokers_;
@@ -107,6 +122,11 @@ std::map<std::string, std::string> KafkaSourceConfig::effective_properties() con
   // starts from the beginning of the topic unless the caller chooses the tail.
   // A default, not a forced setting: `.property("auto.offset.reset", …)` wins.
   out["auto.offset.reset"] = "earliest";
+  // Static membership: one member id per process and topic, so the same
+  // process coming back is recognised as the member that left.
+  if (const std::string id = effective_instance_id(); !id.empty()) {
+    out["group.instance.id"] = id + "." + topic_;
+  }
   for (const auto& [k, v] : properties_) out[k] = v;
   // Auto-commit would commit offsets the runtime never vouched for, breaking
   // ack-after-commit unconditionally; auto offset store is its feeder. We

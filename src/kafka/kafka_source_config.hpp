@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,11 +68,26 @@ class KafkaSourceConfig {
   KafkaSourceConfig& close_timeout(std::chrono::milliseconds t) &;
   KafkaSourceConfig&& close_timeout(std::chrono::milliseconds t) &&;
 
+  // A stable name for this process, unique among the live ones (a pod or
+  // host name; Kafka allows letters, digits, '.', '_' and '-'), the same one
+  // EngineConfig::instance_id carries. With one the consumer joins with
+  // static membership (`group.instance.id` = `<id>.<topic>`): a process
+  // restarted within `session.timeout.ms` gets its partitions back at once,
+  // with no rebalance of the rest of the group; a process that stops for good
+  // keeps its partitions unserved until the session times out. Two sources
+  // of one process on one topic and group need distinct ids. Default:
+  // $HARVEST_INSTANCE_ID; empty: dynamic membership. An explicit
+  // `.property("group.instance.id", …)` wins.
+  KafkaSourceConfig& instance_id(std::string id) &;
+  KafkaSourceConfig&& instance_id(std::string id) &&;
+
   [[nodiscard]] const std::string& topic() const { return topic_; }
   [[nodiscard]] size_t max_buffered() const { return max_buffered_; }
   [[nodiscard]] size_t max_buffered_bytes() const { return max_buffered_bytes_; }
   [[nodiscard]] std::chrono::milliseconds sync_timeout() const { return sync_timeout_; }
   [[nodiscard]] std::chrono::milliseconds close_timeout() const { return close_timeout_; }
+  // The instance id in effect (the explicit one, else $HARVEST_INSTANCE_ID).
+  [[nodiscard]] std::string effective_instance_id() const;
   // Properties as given, in call order, after alias normalisation.
   [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& properties() const {
     return properties_;
@@ -93,6 +109,7 @@ class KafkaSourceConfig {
   size_t max_buffered_bytes_ = size_t{64} << 20;
   std::chrono::milliseconds sync_timeout_{10'000};
   std::chrono::milliseconds close_timeout_{10'000};
+  std::optional<std::string> instance_id_;
 };
 
 // The seed list in canonical form: split on commas, whitespace trimmed, empty

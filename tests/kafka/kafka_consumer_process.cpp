@@ -9,11 +9,16 @@
 //
 //   kafka_consumer_process --db URL --bootstrap HOST:PORT --topic T --group G
 //       [--reset earliest|latest] [--eof] [--max-batch N]
-//       [--settle N] [--executions N] [--timeout-ms MS]
+//       [--settle N] [--executions N] [--completed N] [--timeout-ms MS]
+//       [--instance-id ID] [--session-timeout-ms MS]
+//       [--worker] [--hold] [--lease-ms MS]
 //
-// It stops once this process has settled (dispatched or recognised as an
-// idempotent replay) at least --settle records and the database holds at
-// least --executions executions. Prints one line to stdout,
+// --instance-id is the stable instance id (engine and Kafka static
+// membership); --worker runs the worker pool with --lease-ms leases; --hold
+// makes every run block forever (runs stay in flight until the process is
+// killed). It stops once this process has settled (dispatched or recognised
+// as an idempotent replay) at least --settle records and the database holds
+// at least --executions executions, --completed of them completed. Prints one line to stdout,
 // `settled dispatched=<n> idempotent_replay=<n>`, and exits 0; exits 2 when
 // --timeout-ms passes first (still printing the line), 1 on bad usage.
 #include <fmt/format.h>
@@ -41,8 +46,8 @@ struct OrderPlaced {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(OrderPlaced, order_id, total_cents)
 
-long long execution_count(store::Connection& db) {
-  auto r = db.exec("SELECT count(*) FROM harvest_workflow_executions");
+long long execution_count(store::Connection& db, const char* where = "true") {
+  auto r = db.exec(fmt::format("SELECT count(*) FROM harvest_workflow_executions WHERE {}", where));
   return r && !r->empty() ? std::stoll(r->get(0, 0)) : -1;
 }
 
@@ -59,12 +64,15 @@ int run(std::map<std::string, std::string> args) {
   }
   const long long settle = std::stoll(arg("--settle", "0"));
   const long long executions = std::stoll(arg("--executions", "0"));
+  const long long completed = std::stoll(arg("--completed", "0"));
+  const bool hold = args.contains("--hold");
   const auto timeout = std::chrono::milliseconds(std::stoll(arg("--timeout-ms", "60000")));
 
   auto config = kafka::KafkaSourceConfig(arg("--bootstrap"), arg("--group"), arg("--topic"))
                     .property("auto.offset.reset", arg("--reset", "earliest"))
                     .property("heartbeat.interval.ms", "250")
-                    .property("session.timeout.ms", "6000");
+                    .property("session.timeout.ms", arg("--session-timeout-ms", "6000"))
+                    .instance_id(arg("--instance-id"));
   if (args.contains("--eof")) config.property("enable.partition.eof", "true");
   auto source = kafka::KafkaSource::connect(config);
   if (!source) {
@@ -73,8 +81,12 @@ int run(std::map<std::string, std::string> args) {
   }
 
   engine::WorkflowRegistry workflows;
-  workflows.add("fulfil_order",
-                [](engine::WorkflowContext&, OrderPlaced o) { return "fulfilled " + o.order_id; });
+  workflows.add("fulfil_order", [hold](engine::WorkflowContext&, OrderPlaced o) {
+    // --hold: the run stays in flight (claimed, leased, renewed) until the
+    // process is killed.
+    while (hold) std::this_thread::sleep_for(std::chrono::seconds(1));
+    return "fulfilled " + o.order_id;
+  });
   auto binding = connector::SourceBinding::starts("orders", arg("--topic"), "fulfil_order");
   binding.map_json([](const connector::MessageCtx&, OrderPlaced o) -> connector::MapResult {
     static std::atomic<uint64_t> attempt{0};
@@ -89,14 +101,20 @@ int run(std::map<std::string, std::string> args) {
   engine::EngineConfig engine_config;
   engine_config.database_url = arg("--db");
   engine_config.profile = "test";
+  engine_config.instance_id = arg("--instance-id");
   auto metrics = std::make_shared<metrics::RecordingMetrics>();
-  auto app = plugin::HarvestPlugin()
-                 .engine_config(engine_config)
-                 .workflows(std::move(workflows))
-                 .connector_with_config(binding, *source, runtime_config)
-                 .start_idempotency_window(std::chrono::hours(24 * 7))
-                 .metrics(metrics)
-                 .build();
+  plugin::HarvestPlugin plugin;
+  plugin.engine_config(engine_config)
+      .workflows(std::move(workflows))
+      .connector_with_config(binding, *source, runtime_config)
+      .start_idempotency_window(std::chrono::hours(24 * 7))
+      .metrics(metrics);
+  if (args.contains("--worker")) {
+    engine::WorkerConfig worker;
+    worker.lease = std::chrono::milliseconds(std::stoll(arg("--lease-ms", "30000")));
+    plugin.worker(worker);
+  }
+  auto app = plugin.build();
   auto db = store::Connection::open(arg("--db"));
   if (!db) {
     fmt::print(stderr, "kafka_consumer_process: {}\n", db.error().message);
@@ -112,7 +130,8 @@ int run(std::map<std::string, std::string> args) {
   bool done = false;
   while (!done && std::chrono::steady_clock::now() < deadline) {
     done = outcome("dispatched") + outcome("idempotent_replay") >= settle &&
-           execution_count(**db) >= executions;
+           execution_count(**db) >= executions &&
+           execution_count(**db, "status = 'completed'") >= completed;
     // Polling interval for state owned by other threads; nothing relies on it.
     if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -133,7 +152,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string name = argv[i];
-    if (name == "--eof") {
+    if (name == "--eof" || name == "--worker" || name == "--hold") {
       args[name] = "1";
     } else if (i + 1 < argc) {
       args[name] = argv[++i];

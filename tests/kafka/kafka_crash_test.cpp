@@ -5,118 +5,15 @@
 // must resolve to the executions that already exist: nothing lost, nothing
 // started twice; under `latest`, the restart must not re-resolve past the
 // accepted record.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
+#include "consumer_process.hpp"
 #include "kafka_connector_fixture.hpp"
-
-extern char** environ;
 
 namespace harvest::kafka::testing {
 namespace {
 
 constexpr const char* kKillAtAck = "HARVEST_FAULT_POINTS=connector.after_dispatch_before_ack=kill";
-
-// How a consumer process ended, and what it printed on stdout.
-struct Exit {
-  bool exited = false;
-  int code = -1;
-  bool signaled = false;
-  int signal = 0;
-  std::string output;
-};
-
-// One kafka_consumer_process child. The destructor SIGKILLs and reaps it if
-// it is still running, so a failing test never leaves one behind.
-class ConsumerProcess {
- public:
-  ConsumerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env)
-      : output_path_(::testing::TempDir() + unique_name("consumer-out")) {
-    std::vector<std::string> argv_storage{HARVEST_KAFKA_CONSUMER_PROCESS};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_storage;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "HARVEST_FAULT_POINTS=", 21) != 0) env_storage.emplace_back(*e);
-    }
-    env_storage.insert(env_storage.end(), extra_env.begin(), extra_env.end());
-    std::vector<char*> envp;
-    for (auto& e : env_storage) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn " << argv[0] << ": " << std::strerror(rc);
-      pid_ = 0;
-    }
-  }
-  ~ConsumerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    std::remove(output_path_.c_str());
-  }
-  ConsumerProcess(const ConsumerProcess&) = delete;
-  ConsumerProcess& operator=(const ConsumerProcess&) = delete;
-
-  // Waits for the process to end; SIGKILLs it (and fails) after `within`.
-  Exit wait(std::chrono::milliseconds within = 90s) {
-    Exit exit;
-    if (pid_ <= 0) return exit;
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + within;
-    pid_t done = 0;
-    // Polling interval for another process's exit; nothing relies on it.
-    while ((done = ::waitpid(pid_, &status, WNOHANG)) == 0 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(20ms);
-    }
-    if (done == 0) {
-      ADD_FAILURE() << "consumer process " << pid_ << " still running after " << within.count()
-                    << " ms; killing it";
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
-    pid_ = 0;
-    exit.exited = WIFEXITED(status);
-    exit.code = exit.exited ? WEXITSTATUS(status) : -1;
-    exit.signaled = WIFSIGNALED(status);
-    exit.signal = exit.signaled ? WTERMSIG(status) : 0;
-    std::ifstream in(output_path_);
-    std::stringstream text;
-    text << in.rdbuf();
-    exit.output = text.str();
-    return exit;
-  }
-
- private:
-  std::string output_path_;
-  pid_t pid_ = 0;
-};
-
-// `key=<n>` from the consumer's result line; -1 when absent.
-long long printed(const std::string& output, const std::string& key) {
-  const auto at = output.find(" " + key + "=");
-  if (at == std::string::npos) return -1;
-  return std::stoll(output.substr(at + key.size() + 2));
-}
 
 // "topic:partition:offset" -> (partition, offset).
 std::pair<int32_t, int64_t> position(const std::string& ref) {

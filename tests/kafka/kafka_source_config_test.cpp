@@ -2,6 +2,8 @@
 // (CON-4), the forced configuration (KAF-1) and the anchor filter (KAF-4).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "common/log.hpp"
 #include "kafka/anchor_book.hpp"
 #include "kafka/kafka_source.hpp"
@@ -77,6 +79,40 @@ TEST(KafkaSourceConfigTest, auto_commit_is_forced_off_and_offset_reset_left_alon
                 .effective_properties()
                 .at("auto.offset.reset"),
             "earliest");
+}
+
+TEST(KafkaSourceConfigTest, an_instance_id_gives_static_membership_per_topic) {
+  const char* saved = std::getenv("HARVEST_INSTANCE_ID");
+  const std::string before = saved ? saved : "";
+  ::unsetenv("HARVEST_INSTANCE_ID");
+  EXPECT_FALSE(
+      KafkaSourceConfig("a", "g", "t").effective_properties().contains("group.instance.id"))
+      << "no id: dynamic membership";
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "orders")
+                .instance_id("web-1")
+                .effective_properties()
+                .at("group.instance.id"),
+            "web-1.orders");
+  ::setenv("HARVEST_INSTANCE_ID", "pod-7", 1);
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t").effective_properties().at("group.instance.id"),
+            "pod-7.t")
+      << "the environment's id by default";
+  EXPECT_FALSE(KafkaSourceConfig("a", "g", "t")
+                   .instance_id("")
+                   .effective_properties()
+                   .contains("group.instance.id"))
+      << "an explicit empty id opts out";
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t")
+                .property("group.instance.id", "mine")
+                .effective_properties()
+                .at("group.instance.id"),
+            "mine")
+      << "an explicit property wins";
+  if (saved) {
+    ::setenv("HARVEST_INSTANCE_ID", before.c_str(), 1);
+  } else {
+    ::unsetenv("HARVEST_INSTANCE_ID");
+  }
 }
 
 TEST(KafkaSourceConnect, is_lazy_and_warns_about_a_forced_setting) {

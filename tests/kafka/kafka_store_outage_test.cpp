@@ -1,0 +1,162 @@
+// Issue 12 item 8 against the real broker and a real PostgreSQL crash: the
+// store is stopped in immediate mode mid-stream (no shutdown checkpoint, every
+// connection cut, crash recovery on restart) and started again 3 s later.
+// Consumption must resume within 10 s of the store being back, with nothing
+// lost, nothing started twice and no consumer rebuild: an outage is not a
+// stalled partition.
+//
+// The store is a private cluster of this test's own (initdb into a temporary
+// directory, on a free port), since the shared test cluster cannot be crashed.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "common/log.hpp"
+#include "kafka_connector_fixture.hpp"
+#include "store/dev_cluster.hpp"
+#include "store/pg.hpp"
+
+namespace harvest::kafka::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A port nothing listens on now: the kernel's pick for an ephemeral bind.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+class KafkaStoreOutageTest : public KafkaConnectorTest {
+ protected:
+  void SetUp() override {
+    KafkaConnectorTest::SetUp();
+    if (HasFatalFailure()) return;
+    dir_ = fs::temp_directory_path() / unique_name("harvest-outage-pg");
+    fs::create_directories(dir_);
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    cluster_ = store::DevClusterConfig{dir_ / "pg", free_port()};
+    auto url = store::ensure_dev_cluster(cluster_);
+    ASSERT_TRUE(url) << url.error().describe();
+    private_url_ = *url;
+  }
+  void TearDown() override {
+    pg_ctl("-m immediate stop");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    KafkaConnectorTest::TearDown();
+  }
+
+  // Runs pg_ctl on the private cluster (as its owner); true on success.
+  bool pg_ctl(const std::string& action) {
+    auto bindir = store::postgres_bindir();
+    if (!bindir) return false;
+    const std::string cmd = fmt::format(
+        "{}{} -D {} -w {} >/dev/null 2>&1", ::geteuid() == 0 ? "runuser -u postgres -- " : "",
+        (*bindir / "pg_ctl").string(), cluster_.data_dir.string(), action);
+    return std::system(cmd.c_str()) == 0;
+  }
+  bool start_private() {
+    auto url = store::ensure_dev_cluster(cluster_);
+    return url.has_value();
+  }
+
+  // A count on the private store; -1 while it cannot answer.
+  long long private_count(const std::string& sql) {
+    auto conn = store::Connection::open(private_url_);
+    if (!conn) return -1;
+    auto r = (*conn)->exec(sql);
+    return r && !r->empty() ? std::stoll(r->get(0, 0)) : -1;
+  }
+  long long private_executions() {
+    return private_count("SELECT count(*) FROM harvest_workflow_executions");
+  }
+
+  fs::path dir_;
+  store::DevClusterConfig cluster_;
+  std::string private_url_;
+};
+
+TEST_F(KafkaStoreOutageTest, a_postgres_crash_mid_stream_resumes_within_10s_without_a_rebuild) {
+  log::LogCapture capture;
+  constexpr int kPartitions = 4;
+  constexpr int kBefore = 200;
+  constexpr int kDuring = 200;
+  const auto topic = make_topic(kPartitions);
+  const auto group = unique_name("g");
+  Produced produced;
+  produce_orders(topic, kPartitions, kBefore, "before", produced);
+
+  auto source = connect(config(group, topic));
+  ASSERT_TRUE(source);
+  engine::EngineConfig engine_config;
+  engine_config.database_url = private_url_;
+  engine_config.profile = "dev";  // applies the migrations to the fresh cluster
+  auto metrics = std::make_shared<metrics::RecordingMetrics>();
+  auto runtime_config = quick_config();
+  runtime_config.max_batch = 16;  // many passes, so the crash lands mid-stream
+  auto app = plugin::HarvestPlugin()
+                 .engine_config(engine_config)
+                 .workflows(connector::testing::connector_workflows())
+                 .start_idempotency_window(std::chrono::hours(24 * 7))
+                 .connector_with_config(binding("orders", topic), source, runtime_config)
+                 .metrics(metrics)
+                 .build();
+  app->start();
+  ASSERT_TRUE(eventually([&] { return private_executions() >= kBefore / 4; }, 30s));
+
+  // Crash the store mid-stream; records keep arriving while it is down.
+  ASSERT_TRUE(pg_ctl("-m immediate stop"));
+  const auto down = std::chrono::steady_clock::now();
+  produce_orders(topic, kPartitions, kDuring, "during", produced);
+  // The outage itself: the store stays down 3 s (not a synchronisation wait).
+  std::this_thread::sleep_until(down + 3s);
+  ASSERT_TRUE(start_private());
+  const auto back = std::chrono::steady_clock::now();
+
+  const long long total = kBefore + kDuring;
+  ASSERT_TRUE(eventually([&] { return private_executions() == total; }, 10s))
+      << "not resumed within 10 s of the store coming back: " << private_executions() << " of "
+      << total;
+  const auto resumed = std::chrono::steady_clock::now() - back;
+  EXPECT_EQ(await_committed(group, topic, produced.end), produced.end);
+  app->stop();
+  std::cout << "[ figures  ] all " << total << " records durable "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(resumed).count()
+            << " ms after PostgreSQL was back (down "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(back - down).count()
+            << " ms)\n";
+
+  EXPECT_LE(resumed, 10s);
+  EXPECT_EQ(private_count("SELECT count(DISTINCT input->>'order_id') FROM "
+                          "harvest_workflow_executions"),
+            total)
+      << "nothing lost, nothing started twice";
+  EXPECT_EQ(private_count("SELECT count(DISTINCT start_source_ref) FROM "
+                          "harvest_workflow_executions"),
+            total);
+  EXPECT_EQ(metrics->counter_total(metrics::kConnectorRecoveries), 0) << "no consumer rebuild";
+  EXPECT_EQ(capture.count_containing("rebuilding the source"), 0u);
+  EXPECT_GE(capture.count_containing("the store is unreachable"), 1u) << "the outage was seen";
+  EXPECT_EQ(metrics->gauge(metrics::kConnectorStoreUnavailable, {{"source", "orders"}}),
+            std::optional<double>(0));
+}
+
+}  // namespace
+}  // namespace harvest::kafka::testing
