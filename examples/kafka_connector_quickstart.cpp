@@ -1,7 +1,7 @@
 // Kafka → a durable workflow start: each record on `orders.placed` starts
 // exactly one `fulfil_order` run, acked only once the start is durable.
-//   KAFKA_BOOTSTRAP=127.0.0.1:9092 HARVEST_DATABASE_URL=postgresql://… \
-//   HARVEST_INSTANCE_ID=orders-0 kafka_connector_quickstart
+//   KAFKA_BOOTSTRAP=127.0.0.1:9092 HARVEST_DATABASE_URL=postgresql://…
+//     HARVEST_INSTANCE_ID=orders-0 kafka_connector_quickstart       # one line
 //   curl -s localhost:8080/api/harvest/executions       # the runs, over the HTTP API
 // HARVEST_INSTANCE_ID (optional; a pod or host name, unique among the live
 // processes) is read by the engine and the Kafka source alike: restarted
