@@ -92,6 +92,7 @@ struct ClaimedRun {
   int attempt = 1;
   int max_attempts = 3;
   long long signal_seq = 0;
+  bool entity_reuse = false;      // created by signal-with-start under allow_after_close
   std::map<int, RecordedOp> ops;  // op_seq -> recorded result
 };
 
@@ -191,7 +192,8 @@ class ExecutionStore {
   // Outcomes, each fenced; false when the fence no longer holds. Completing
   // an entity run (created under allow_after_close) that left signals unread
   // starts its next run with those signals (`next_run`).
-  [[nodiscard]] Result<CompletedRun> complete(const Fence& fence, const Json& output);
+  [[nodiscard]] Result<CompletedRun> complete(const Fence& fence, const Json& output,
+                                              bool entity_reuse);
   [[nodiscard]] Result<bool> retry_later(const Fence& fence, const std::string& error,
                                          std::chrono::milliseconds backoff, int attempt);
   // Records the failure and puts the run in the engine's dead letters.

@@ -28,7 +28,7 @@ constexpr const char* kClaim =
     "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "
     "FROM n WHERE e.id = n.id "
     "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
-    "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, "
+    "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "
     "  (extract(epoch FROM e.run_after) * 1000000)::bigint AS run_after_us";
 
 }  // namespace
@@ -89,6 +89,7 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
       c.attempt = static_cast<int>(r->get_int(i, "attempt"));
       c.max_attempts = static_cast<int>(r->get_int(i, "max_attempts"));
       c.signal_seq = r->get_int(i, "signal_seq");
+      c.entity_reuse = r->get_bool(i, "entity_reuse");
       out.push_back(std::move(c));
     }
   }
@@ -190,22 +191,30 @@ constexpr const char* kCarryNextRun =
     "  (SELECT count(*) FROM moved), 'previous_run', $1::text) FROM n "
     "RETURNING execution_id::text, (payload->>'carried_signals')::int AS carried";
 
-Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& output) {
+Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& output,
+                                              bool entity_reuse) {
   const std::string unread = kUnread;
-  auto r = conn_.exec_pipeline(
-      {{fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
-                    "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
-                    "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
-                    "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-                    "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
-                    kFence),
-        {fence.execution_id, fence.lease, output.dump()},
-        true},
-       {fmt::format(kCarrySupersede, fmt::arg("unread", unread)), {fence.execution_id}, true},
-       {fmt::format(kCarryNextRun, fmt::arg("unread", unread)), {fence.execution_id}, true}});
+  std::vector<store::Statement> statements{
+      {fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
+                   "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
+                   "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
+                   "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                   "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
+                   kFence),
+       {fence.execution_id, fence.lease, output.dump()},
+       true}};
+  // Only an entity run can hand signals on: a plain completion stays one
+  // statement.
+  if (entity_reuse) {
+    statements.push_back(
+        {fmt::format(kCarrySupersede, fmt::arg("unread", unread)), {fence.execution_id}, true});
+    statements.push_back(
+        {fmt::format(kCarryNextRun, fmt::arg("unread", unread)), {fence.execution_id}, true});
+  }
+  auto r = conn_.exec_pipeline(statements);
   if (!r) return fail(r.error());
   CompletedRun out{.completed = !(*r)[0].empty()};
-  if (!(*r)[2].empty()) {
+  if (entity_reuse && !(*r)[2].empty()) {
     out.next_run = (*r)[2].get(0, 0);
     out.carried_signals = static_cast<int>((*r)[2].get_int(0, "carried"));
   }

@@ -239,7 +239,7 @@ void Worker::execute(Claimed c) {
     }
     CompletedRun completion;
     auto done = settle(shard, run, [&](ExecutionStore& s) -> Result<bool> {
-      auto c = s.complete(fence, output);
+      auto c = s.complete(fence, output, run.entity_reuse);
       if (!c) return fail(c.error());
       completion = std::move(*c);
       return completion.completed;
