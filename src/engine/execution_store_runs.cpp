@@ -72,7 +72,7 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
                          std::to_string(want)};
     for (auto& p : kinds[k].second) params.push_back(p);
     auto rs = conn_.exec_pipeline(
-        {{fmt::format(kClaim, fmt::arg("where", kinds[k].first)), std::move(params), true}});
+        {{fmt::format(kClaim, fmt::arg("where", kinds[k].first)), std::move(params), true, true}});
     auto r = rs ? Result<store::PgResult>(std::move(rs->front())) : fail(rs.error());
     if (!r) {
       if (out.empty()) return fail(r.error());
@@ -99,7 +99,7 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
   // committed: a previous holder can write nothing after that.
   std::vector<std::string> ids;
   for (const auto& c : out) ids.push_back(c.id);
-  auto ev = conn_.exec_prepared(
+  auto ev = conn_.exec_keyed(
       "SELECT execution_id::text AS execution_id, op_seq, kind, name, payload::text AS payload "
       "FROM harvest_workflow_events WHERE execution_id = ANY($1::uuid[]) AND op_seq IS NOT NULL "
       "ORDER BY execution_id, op_seq",
@@ -135,15 +135,15 @@ Result<bool> ExecutionStore::analyze_if_never_analyzed(long long min_rows) {
 Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedOp& op) {
   // FOR SHARE holds off a takeover (an UPDATE of the row) until this commits,
   // and re-reads the row if one committed first: no row, no event.
-  auto r = conn_.exec_prepared(
-      fmt::format("WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} "
-                  "FOR SHARE) "
-                  "INSERT INTO harvest_workflow_events "
-                  "(execution_id, op_seq, kind, name, payload) "
-                  "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
-                  kFence),
-      {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
-       op.payload.dump()});
+  auto r =
+      conn_.exec_keyed(fmt::format("WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} "
+                                   "FOR SHARE) "
+                                   "INSERT INTO harvest_workflow_events "
+                                   "(execution_id, op_seq, kind, name, payload) "
+                                   "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
+                                   kFence),
+                       {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
+                        op.payload.dump()});
   if (!r) return fail(r.error());  // kConflict: another holder wrote this position
   if (r->empty()) return fail(Error::conflict("the run's lease is held by another worker"));
   return {};
@@ -202,14 +202,17 @@ Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& ou
                    "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
                    kFence),
        {fence.execution_id, fence.lease, output.dump()},
+       true,
        true}};
   // Only an entity run can hand signals on: a plain completion stays one
   // statement.
   if (entity_reuse) {
+    statements.push_back({fmt::format(kCarrySupersede, fmt::arg("unread", unread)),
+                          {fence.execution_id},
+                          true,
+                          true});
     statements.push_back(
-        {fmt::format(kCarrySupersede, fmt::arg("unread", unread)), {fence.execution_id}, true});
-    statements.push_back(
-        {fmt::format(kCarryNextRun, fmt::arg("unread", unread)), {fence.execution_id}, true});
+        {fmt::format(kCarryNextRun, fmt::arg("unread", unread)), {fence.execution_id}, true, true});
   }
   auto r = conn_.exec_pipeline(statements);
   if (!r) return fail(r.error());

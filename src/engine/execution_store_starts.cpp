@@ -12,7 +12,12 @@ namespace harvest::engine {
 namespace {
 
 // The batch travels as one jsonb parameter, unpacked by jsonb_to_recordset:
-// one round trip whatever its size, and no array-literal escaping.
+// one round trip whatever its size, and no array-literal escaping. Its
+// length goes along as a LIMIT: the planner otherwise guesses 100 rows for a
+// set-returning function, and on tables without statistics that guess picked
+// hash joins over whole tables (a fresh database started ~20x slower). The
+// lookups are scalar subqueries on unique keys for the same reason: each is
+// one index probe per item whatever the statistics say.
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "
     "max_attempts int";
@@ -37,7 +42,7 @@ Json item_json(size_t ord, const NewExecution& e) {
 // concurrent batches take index locks in one order, and the earliest item of
 // a workflow_id is the one that creates it.
 constexpr const char* kStartBatch =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $3), "
     "claimed AS (INSERT INTO harvest_start_idempotency "
     "  (workflow_name, idempotency_key, execution_id, expires_at) "
     "  SELECT wf, key, id, now() + $2 * interval '1 second' FROM items WHERE key IS NOT NULL "
@@ -63,24 +68,28 @@ constexpr const char* kStartBatch =
 // run, maybe one committed concurrently) is re-pointed at that run; then
 // every item's resolved execution is read.
 constexpr const char* kResolveBatch =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
-    "fix AS (UPDATE harvest_start_idempotency c SET execution_id = e.id "
-    "  FROM items i JOIN harvest_workflow_executions e "
-    "  ON e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded "
-    "  WHERE i.key IS NOT NULL AND c.workflow_name = i.wf AND c.idempotency_key = i.key "
-    "  AND c.execution_id = i.id "
-    "  AND NOT EXISTS (SELECT 1 FROM harvest_workflow_executions x WHERE x.id = i.id) "
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
+    "fix AS (UPDATE harvest_start_idempotency c SET execution_id = r.current "
+    "  FROM (SELECT i.wf, i.key, i.id, (SELECT e.id FROM harvest_workflow_executions e "
+    "     WHERE e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded) AS current "
+    "   FROM items i WHERE i.key IS NOT NULL AND i.wid IS NOT NULL "
+    "   AND (SELECT x.id FROM harvest_workflow_executions x WHERE x.id = i.id) IS NULL "
+    "   OFFSET 0) r "
+    "  WHERE r.current IS NOT NULL AND c.workflow_name = r.wf AND c.idempotency_key = r.key "
+    "  AND c.execution_id = r.id "
     "  RETURNING c.workflow_name, c.idempotency_key, c.execution_id) "
-    "SELECT i.ord, COALESCE(f.execution_id, c.execution_id, e.id, n.id)::text AS execution_id "
-    "FROM items i "
-    "LEFT JOIN fix f ON f.workflow_name = i.wf AND f.idempotency_key = i.key "
-    "LEFT JOIN harvest_start_idempotency c ON i.key IS NOT NULL AND c.workflow_name = i.wf "
-    "  AND c.idempotency_key = i.key "
-    "LEFT JOIN harvest_workflow_executions e ON i.key IS NULL AND e.workflow_name = i.wf "
-    "  AND e.workflow_id = i.wid AND NOT e.superseded "
+    "SELECT i.ord, COALESCE("
+    "  (SELECT f.execution_id FROM fix f WHERE f.workflow_name = i.wf "
+    "   AND f.idempotency_key = i.key), "
+    "  CASE WHEN i.key IS NOT NULL THEN (SELECT c.execution_id FROM harvest_start_idempotency c "
+    "   WHERE c.workflow_name = i.wf AND c.idempotency_key = i.key) END, "
+    "  CASE WHEN i.key IS NULL AND i.wid IS NOT NULL THEN (SELECT e.id "
+    "   FROM harvest_workflow_executions e WHERE e.workflow_name = i.wf "
+    "   AND e.workflow_id = i.wid AND NOT e.superseded) END, "
     // No key and no workflow_id: nothing to conflict with, the item's own row.
-    "LEFT JOIN harvest_workflow_executions n ON i.key IS NULL AND i.wid IS NULL AND n.id = i.id "
-    "ORDER BY i.ord";
+    "  CASE WHEN i.key IS NULL AND i.wid IS NULL THEN (SELECT n.id "
+    "   FROM harvest_workflow_executions n WHERE n.id = i.id) END)::text AS execution_id "
+    "FROM items i ORDER BY i.ord";
 
 // Wakes the workers of other processes when the transaction commits
 // (engine/work_signal.hpp).
@@ -118,6 +127,7 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
     batch.push_back(item_json(i, items[i]));
   }
   const std::string param = batch.dump();
+  const std::string count = std::to_string(batch.size());
   // The resolve step needs no inputs: a second, small parameter.
   Json keys = Json::array();
   for (const auto& item : batch) {
@@ -129,9 +139,13 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
   }
   std::vector<store::Statement> statements{
       {fmt::format(kStartBatch, fmt::arg("cols", kItemColumns)),
-       {param, std::to_string(window.count())},
+       {param, std::to_string(window.count()), count},
+       true,
        true},
-      {fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)), {keys.dump()}, true}};
+      {fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)),
+       {keys.dump(), count},
+       true,
+       true}};
   if (notify) statements.push_back({kNotify, {}});
   auto results = conn_.exec_pipeline(statements);
   if (!results) return fail(results.error());
@@ -200,7 +214,7 @@ constexpr const char* kEntityColumns =
 // start a new run (policy allow_after_close, a valid start input, a signal
 // not delivered before). Concurrent writers serialise on the run's row lock.
 constexpr const char* kEntitySupersede =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
     "fresh AS (SELECT DISTINCT i.wf, i.wid FROM items i WHERE i.startable AND i.reuse "
     "  AND NOT " HARVEST_DELIVERED_BEFORE
     ") "
@@ -211,7 +225,7 @@ constexpr const char* kEntitySupersede =
 // Creates the entity runs that do not exist yet (the first startable item of
 // each workflow_id decides its input).
 constexpr const char* kEntityStart =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
     "firsts AS (SELECT DISTINCT ON (wf, wid) * FROM items i WHERE startable "
     "  AND NOT " HARVEST_DELIVERED_BEFORE
     " ORDER BY wf, wid, ord), "
@@ -232,7 +246,7 @@ constexpr const char* kEntityStart =
 // ids follow commit order), stages the new signals of open runs in batch
 // order, and bumps each woken run's signal sequence once per staged signal.
 constexpr const char* kEntitySignal =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols})), "
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
     "targets AS (SELECT e.id, e.workflow_name, e.workflow_id, e.status, e.run_no "
     "  FROM harvest_workflow_executions e "
     "  WHERE (e.workflow_name, e.workflow_id) IN (SELECT wf, wid FROM items) AND NOT e.superseded "
@@ -280,10 +294,11 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
     batch.push_back(std::move(j));
   }
   const std::string param = batch.dump();
+  const std::string count = std::to_string(items.size());
   std::vector<store::Statement> statements{
-      {fmt::format(kEntitySupersede, fmt::arg("cols", kEntityColumns)), {param}, true},
-      {fmt::format(kEntityStart, fmt::arg("cols", kEntityColumns)), {param}, true},
-      {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)), {param}, true}};
+      {fmt::format(kEntitySupersede, fmt::arg("cols", kEntityColumns)), {param, count}, true, true},
+      {fmt::format(kEntityStart, fmt::arg("cols", kEntityColumns)), {param, count}, true, true},
+      {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)), {param, count}, true, true}};
   if (notify) statements.push_back({kNotify, {}});
   auto results = conn_.exec_pipeline(statements);
   if (!results) return fail(results.error());

@@ -106,13 +106,43 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   if (PQenterPipelineMode(conn_) != 1) {
     return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
   }
+  // keyed_plan statements run between two set_config calls (results
+  // dropped). SET is transactional: if the pipeline's transaction aborts
+  // before the second call, the first is undone with it.
+  static const Statement kKeyedOn{
+      "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), "
+      "set_config('enable_seqscan', 'off', false)",
+      {},
+      true};
+  static const Statement kKeyedOff{
+      "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), "
+      "set_config('enable_seqscan', 'on', false)",
+      {},
+      true};
+  std::vector<const Statement*> sends;
+  std::vector<bool> injected;
+  bool keyed = false;
+  for (const auto& st : statements) {
+    const bool want = owned_ && st.prepared && st.keyed_plan;
+    if (want != keyed) {
+      sends.push_back(want ? &kKeyedOn : &kKeyedOff);
+      injected.push_back(true);
+      keyed = want;
+    }
+    sends.push_back(&st);
+    injected.push_back(false);
+  }
+  if (keyed) {
+    sends.push_back(&kKeyedOff);
+    injected.push_back(true);
+  }
   std::optional<Error> send_error;
   // Statements prepared in this pipeline: their PQsendPrepare result comes
   // first and is read (and dropped) before the statement's own.
-  std::vector<bool> preparing(statements.size(), false);
+  std::vector<bool> preparing(sends.size(), false);
   std::vector<std::string> fresh;
-  for (size_t i = 0; i < statements.size(); ++i) {
-    const auto& st = statements[i];
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const auto& st = *sends[i];
     std::vector<const char*> values;
     values.reserve(st.params.size());
     for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
@@ -149,7 +179,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   if (!send_error) {
     // Each statement yields its result then a NULL; the sync yields
     // PGRES_PIPELINE_SYNC. Statements after a failure come back aborted.
-    for (size_t i = 0; i < statements.size(); ++i) {
+    for (size_t i = 0; i < sends.size(); ++i) {
       if (preparing[i]) {
         PGresult* prep = PQgetResult(conn_);
         if (prep == nullptr) {
@@ -157,7 +187,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
           break;
         }
         if (PQresultStatus(prep) == PGRES_COMMAND_OK) {
-          confirmed.insert(statements[i].sql);
+          confirmed.insert(sends[i]->sql);
         } else if (!first_error) {
           first_error =
               classify_pg_error(PQresultStatus(prep) == PGRES_PIPELINE_ABORTED ? nullptr : prep,
@@ -177,7 +207,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
         first_error = classify_pg_error(status == PGRES_PIPELINE_ABORTED ? nullptr : r, conn_,
                                         "pipelined query failed");
       }
-      out.push_back(std::move(result));
+      if (!injected[i]) out.push_back(std::move(result));
       while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
     }
     // Drain to the sync point.
@@ -208,6 +238,12 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
 
 Result<PgResult> Connection::exec_prepared(const std::string& sql, const Params& params) {
   auto r = exec_pipeline({Statement{sql, params, true}});
+  if (!r) return fail(r.error());
+  return std::move(r->front());
+}
+
+Result<PgResult> Connection::exec_keyed(const std::string& sql, const Params& params) {
+  auto r = exec_pipeline({Statement{sql, params, true, true}});
   if (!r) return fail(r.error());
   return std::move(r->front());
 }

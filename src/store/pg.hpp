@@ -29,6 +29,12 @@ struct Statement {
   // execution: harvest's sessions run with plan_cache_mode =
   // force_custom_plan): for the hot, fixed statements of the durable path.
   bool prepared = false;
+  // Planned once per session and reused (a generic plan, made with
+  // sequential scans disabled), for a prepared statement that reaches rows
+  // only through unique keys: no table size makes a scan right for it, and
+  // planning it on every execution cost as much as running it. Other
+  // statements of the pipeline are planned as usual.
+  bool keyed_plan = false;
 };
 
 // A query result. Rows/columns are addressed by index or column name.
@@ -76,6 +82,8 @@ class Connection {
       const std::vector<Statement>& statements);
   // exec() of a statement prepared once per session (see Statement).
   [[nodiscard]] Result<PgResult> exec_prepared(const std::string& sql, const Params& params = {});
+  // exec_prepared() of a keyed_plan statement (see Statement).
+  [[nodiscard]] Result<PgResult> exec_keyed(const std::string& sql, const Params& params = {});
   // Waits up to `timeout` for a notification on a channel this connection
   // LISTENs to. true: at least one arrived (all pending ones are consumed).
   // Errors: transient when the connection broke.

@@ -64,6 +64,34 @@ TEST_F(PipelineTest, a_prepare_aborted_by_an_earlier_failure_is_prepared_again_l
   EXPECT_EQ(good->front().get_int(0, "v"), 4);
 }
 
+TEST_F(PipelineTest, a_keyed_statement_runs_on_a_generic_plan_and_the_session_is_restored) {
+  auto c = open();
+  const std::string probe =
+      "SELECT current_setting('plan_cache_mode') AS mode, "
+      "current_setting('enable_seqscan') AS seq, $1::int AS v";
+  auto r = c->exec_pipeline({{probe, {"1"}, true, true}, {probe, {"2"}, true}});
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 2U) << "the injected settings yield no results";
+  EXPECT_EQ((*r)[0].get(0, "mode"), "force_generic_plan");
+  EXPECT_EQ((*r)[0].get(0, "seq"), "off");
+  EXPECT_EQ((*r)[1].get(0, "mode"), "force_custom_plan") << "the next statement plans as usual";
+  EXPECT_EQ((*r)[1].get(0, "seq"), "on");
+  auto keyed = c->exec_keyed(probe, {"3"});
+  ASSERT_TRUE(keyed) << keyed.error().message;
+  EXPECT_EQ(keyed->get(0, "mode"), "force_generic_plan");
+  EXPECT_EQ(keyed->get_int(0, "v"), 3);
+  // A keyed statement that fails aborts the transaction: the settings it ran
+  // under are undone with it.
+  auto bad = c->exec_pipeline({{"SELECT 1 / $1::int AS v", {"0"}, true, true}});
+  ASSERT_FALSE(bad);
+  auto after = c->exec(
+      "SELECT current_setting('plan_cache_mode') AS mode, "
+      "current_setting('enable_seqscan') AS seq");
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->get(0, "mode"), "force_custom_plan");
+  EXPECT_EQ(after->get(0, "seq"), "on");
+}
+
 TEST_F(PipelineTest, a_borrowed_session_gets_unprepared_statements) {
   auto owner = open();
   for (int i = 0; i < 2; ++i) {
