@@ -43,6 +43,11 @@ MockSource& MockSource::recoverable(bool can_recover) {
   recoverable_ = can_recover;
   return *this;
 }
+MockSource& MockSource::fail_recoveries(int count) {
+  std::lock_guard lock(mu_);
+  failing_recoveries_ = count;
+  return *this;
+}
 MockSource& MockSource::fail_acks(bool fail) {
   std::lock_guard lock(mu_);
   fail_acks_ = fail;
@@ -124,6 +129,10 @@ int MockSource::recoveries() const {
   std::lock_guard lock(mu_);
   return recoveries_;
 }
+int MockSource::recover_attempts() const {
+  std::lock_guard lock(mu_);
+  return recover_attempts_;
+}
 int MockSource::lag_calls() const {
   std::lock_guard lock(mu_);
   return lag_calls_;
@@ -183,7 +192,12 @@ std::optional<std::string> MockSource::dead_letter_destination() const {
 
 Result<bool> MockSource::recover() {
   std::lock_guard lock(mu_);
+  ++recover_attempts_;
   if (!recoverable_ || kind_ == Kind::kRedelivering) return false;
+  if (failing_recoveries_ > 0) {
+    --failing_recoveries_;
+    return fail(Error::transient_error("mock recovery failure"));
+  }
   ++recoveries_;
   // A rebuilt consumer re-reads every partition from its last commit.
   queue_.clear();

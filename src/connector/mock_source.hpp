@@ -50,6 +50,9 @@ class MockSource final : public EventSource {
   MockSource& subscription(std::string identity);
   MockSource& dead_letter_destination(std::optional<std::string> destination);
   MockSource& recoverable(bool can_recover);
+  // The next `count` recover() calls fail with a transient error (a broker
+  // that cannot be reached while the consumer is rebuilt).
+  MockSource& fail_recoveries(int count);
   MockSource& fail_acks(bool fail);
   MockSource& lag_delay(std::chrono::milliseconds delay);
   // The clock lag() sleeps and reads deadlines on: give it the runtime's
@@ -66,8 +69,9 @@ class MockSource final : public EventSource {
   [[nodiscard]] std::vector<Message> acked() const;
   [[nodiscard]] std::vector<Message> abandoned() const;
   [[nodiscard]] std::optional<int64_t> committed(int32_t partition) const;
-  [[nodiscard]] size_t pending() const;  // queued, not yet received
-  [[nodiscard]] int recoveries() const;
+  [[nodiscard]] size_t pending() const;        // queued, not yet received
+  [[nodiscard]] int recoveries() const;        // successful rebuilds
+  [[nodiscard]] int recover_attempts() const;  // every recover() call
   [[nodiscard]] int lag_calls() const;
 
   // EventSource.
@@ -103,6 +107,8 @@ class MockSource final : public EventSource {
   std::optional<int64_t> fixed_lag_;
   std::optional<bool> redelivers_;
   int recoveries_ = 0;
+  int recover_attempts_ = 0;
+  int failing_recoveries_ = 0;
   int lag_calls_ = 0;
   int next_id_ = 0;
 };

@@ -99,6 +99,8 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   Mapped out;
   out.started = config_.clock->now();
   out.key = DedupeKey::derive(b.name(), b.incarnation(), m.coordinates);
+  // A throw past the mapper's own guard (tests arm it) lands in dispatch()'s backstop.
+  HARVEST_FAULT_POINT("connector.map");
   const std::string& key = out.key->value();
   MessageCtx ctx(m, b.stream(), b.name());
   MappingOutcome mapped;
@@ -213,6 +215,7 @@ void ConnectorRuntime::commit_group(const std::vector<Message>& messages,
   for (size_t i : group) items.push_back(&mapped[i]);
   std::vector<Result<std::string>> outcomes;
   try {
+    HARVEST_FAULT_POINT("connector.group_commit");
     outcomes = commit_to_engine(items);
   } catch (const std::exception& e) {
     // The engine answers per item; an exception here is a defect, and the

@@ -21,7 +21,9 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "connector_fixture.hpp"
@@ -182,6 +184,19 @@ class KafkaConnectorTest : public connector::testing::ConnectorTest {
   }
 
   std::unique_ptr<TestBroker> broker_;
+};
+
+// Runs `runtime.run(stop)` on its own thread until destroyed.
+class Consumer {
+ public:
+  explicit Consumer(connector::ConnectorRuntime& runtime)
+      : thread_([&runtime](std::stop_token stop) {
+          auto status = runtime.run(stop);
+          EXPECT_TRUE(status) << status.error().message;
+        }) {}
+
+ private:
+  std::jthread thread_;
 };
 
 }  // namespace harvest::kafka::testing

@@ -27,19 +27,6 @@ const KafkaCoordinates& coords(const connector::MessageCtx& ctx) {
   return std::get<KafkaCoordinates>(ctx.coordinates());
 }
 
-// Runs `runtime.run(stop)` on its own thread until destroyed.
-class Consumer {
- public:
-  explicit Consumer(ConnectorRuntime& runtime)
-      : thread_([&runtime](std::stop_token stop) {
-          auto status = runtime.run(stop);
-          EXPECT_TRUE(status) << status.error().message;
-        }) {}
-
- private:
-  std::jthread thread_;
-};
-
 TEST_F(KafkaConnectorTest, plugin_turns_every_record_into_exactly_one_completed_run) {
   constexpr int kRecords = 200;
   constexpr int kPartitions = 4;

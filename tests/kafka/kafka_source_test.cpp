@@ -333,8 +333,8 @@ TEST_F(KafkaSourceTest, a_failed_floor_commit_is_logged_retried_and_the_batch_st
   EXPECT_EQ(coords(got[0]).offset, 1) << "a failed floor commit must not hold the batch back";
   EXPECT_TRUE(committed(group, topic).empty());
   EXPECT_GE(fault::fired("kafka.floor_commit"), 2);
-  EXPECT_TRUE(capture.contains({"eager commit of the latest floor", "failed",
-                                "retrying on the next receive"}));
+  EXPECT_TRUE(capture.contains(
+      {"eager commit of the latest floor", "failed", "retrying on the next receive"}));
   // Unarmed, the next receive retries it: the floor reaches the broker.
   fault::disarm_all();
   std::map<int32_t, int64_t> floor;
@@ -365,6 +365,57 @@ TEST_F(KafkaSourceTest, lag_without_a_group_commit_counts_from_the_latest_anchor
   ASSERT_TRUE(lag) << lag.error().message;
   ASSERT_TRUE(*lag);
   EXPECT_EQ(**lag, 3) << "end 8 minus the anchor 5";
+}
+
+// KAF-3, KAF-4: the lag baseline deliberately does not apply the ownership
+// filter the anchor commits use. A replica keeps counting from its anchor for
+// a partition handed to another replica that has not committed there yet;
+// dropping it would report that partition as owing nothing under `latest`.
+TEST_F(KafkaSourceTest, lag_baseline_keeps_anchors_of_partitions_this_replica_no_longer_owns) {
+  const auto topic = make_topic(2);
+  for (int p = 0; p < 2; ++p) {
+    for (int i = 0; i < 5; ++i) produce(topic, p, "before the group existed");
+  }
+  const auto group = unique_name("g");
+  auto cfg = config(group, topic, "latest")
+                 .property("enable.partition.eof", "true")
+                 .property("partition.assignment.strategy", "range");
+  // Every receive meets a failing floor commit: the group gets no commit,
+  // so anchors are all either replica has.
+  const auto receive_without_floor = [](KafkaSource& s) {
+    fault::arm("kafka.floor_commit", fault::Action::kThrow);
+    EXPECT_TRUE(s.receive(10, 200ms));
+  };
+  auto a = connect(cfg);
+  ASSERT_TRUE(eventually([&] {
+    receive_without_floor(*a);
+    return a->snapshot().anchors.size() == 2;
+  }));
+  EXPECT_EQ(a->snapshot().anchors, (std::map<int32_t, int64_t>{{0, 5}, {1, 5}}));
+
+  auto b = connect(cfg);
+  ASSERT_TRUE(eventually(
+      [&] {
+        receive_without_floor(*b);
+        receive_without_floor(*a);
+        return a->snapshot().owned.size() == 1 && b->snapshot().owned.size() == 1;
+      },
+      60s))
+      << "the rebalance did not split the partitions";
+  fault::disarm_all();
+  ASSERT_TRUE(committed(group, topic).empty()) << "the group must have no commit for this case";
+  const int32_t moved = b->snapshot().owned.begin()->first;
+  EXPECT_FALSE(a->snapshot().owned.contains(moved));
+  EXPECT_EQ(a->snapshot().anchors.at(moved), 5) << "A keeps the anchor of the partition it lost";
+
+  for (int p = 0; p < 2; ++p) {
+    for (int i = 0; i < 3; ++i) produce(topic, p, "owed");
+  }
+  auto lag = a->lag(std::chrono::steady_clock::now() + 10s);
+  ASSERT_TRUE(lag) << lag.error().message;
+  ASSERT_TRUE(*lag);
+  EXPECT_EQ(**lag, 6) << "3 owed on each partition, the moved one counted from A's anchor; "
+                         "an assignment-filtered baseline would say 3";
 }
 
 TEST_F(KafkaSourceTest, latest_floor_is_committed_before_the_batch_is_returned) {

@@ -186,9 +186,8 @@ Result<int64_t> TestBroker::produce(const std::string& topic, const Record& reco
   return delivery.offset;
 }
 
-Result<std::map<int32_t, int64_t>> TestBroker::committed(const std::string& group,
-                                                         const std::string& topic,
-                                                         std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> TestBroker::outside_consumer(
+    const std::string& group) const {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string errstr;
   if (conf->set("bootstrap.servers", bootstrap_, errstr) != RdKafka::Conf::CONF_OK ||
@@ -199,18 +198,73 @@ Result<std::map<int32_t, int64_t>> TestBroker::committed(const std::string& grou
   std::unique_ptr<RdKafka::KafkaConsumer> consumer(
       RdKafka::KafkaConsumer::create(conf.get(), errstr));
   if (!consumer) return fail(Error::config("TestBroker: creating a consumer: " + errstr));
+  return consumer;
+}
+
+Result<std::map<int32_t, int64_t>> TestBroker::committed(const std::string& group,
+                                                         const std::string& topic,
+                                                         std::chrono::milliseconds timeout) {
+  auto consumer = outside_consumer(group);
+  if (!consumer) return fail(consumer.error());
   const auto deadline = SteadyClock::now() + timeout;
   auto partitions = detail::topic_partitions(
-      *consumer, topic, std::chrono::milliseconds(detail::remaining_ms(deadline)));
+      **consumer, topic, std::chrono::milliseconds(detail::remaining_ms(deadline)));
   if (!partitions) {
-    consumer->close();
+    (*consumer)->close();
     return fail(partitions.error().error());
   }
   auto offsets = detail::committed_offsets(
-      *consumer, topic, *partitions, std::chrono::milliseconds(detail::remaining_ms(deadline)));
-  consumer->close();
+      **consumer, topic, *partitions, std::chrono::milliseconds(detail::remaining_ms(deadline)));
+  (*consumer)->close();
   if (!offsets) return fail(offsets.error().error());
   return *offsets;
+}
+
+Result<std::vector<int32_t>> TestBroker::rewind_as_member(const std::string& group,
+                                                          const std::string& topic, int64_t offset,
+                                                          std::chrono::milliseconds timeout) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string errstr;
+  for (const auto& [k, v] :
+       std::map<std::string, std::string>{{"bootstrap.servers", bootstrap_},
+                                          {"group.id", group},
+                                          {"enable.auto.commit", "false"},
+                                          {"partition.assignment.strategy", "range"},
+                                          {"heartbeat.interval.ms", "250"},
+                                          {"session.timeout.ms", "6000"}}) {
+    if (conf->set(k, v, errstr) != RdKafka::Conf::CONF_OK) {
+      return fail(Error::config("TestBroker: " + errstr));
+    }
+  }
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      RdKafka::KafkaConsumer::create(conf.get(), errstr));
+  if (!consumer) return fail(Error::config("TestBroker: creating a consumer: " + errstr));
+  if (auto code = consumer->subscribe({topic}); code != RdKafka::ERR_NO_ERROR) {
+    return fail(detail::to_error(code, "subscribe to " + topic));
+  }
+  const auto deadline = SteadyClock::now() + timeout;
+  std::vector<RdKafka::TopicPartition*> assigned;
+  while (assigned.empty() && SteadyClock::now() < deadline) {
+    // Polling serves the rebalance; a record fetched meanwhile is not read.
+    std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
+    (void)consumer->assignment(assigned);
+  }
+  std::vector<int32_t> partitions;
+  std::map<int32_t, int64_t> offsets;
+  for (auto* tp : assigned) {
+    partitions.push_back(tp->partition());
+    offsets[tp->partition()] = offset;
+  }
+  RdKafka::TopicPartition::destroy(assigned);
+  if (partitions.empty()) {
+    consumer->close();
+    return fail(Error::transient_error("TestBroker: no partition of " + topic + " assigned"));
+  }
+  auto r = detail::commit_offsets(*consumer, topic, offsets,
+                                  std::chrono::milliseconds(detail::remaining_ms(deadline)));
+  consumer->close();
+  if (!r) return fail(r.error().error());
+  return partitions;
 }
 
 std::map<int32_t, int64_t> TestBroker::await_committed(const std::string& group,

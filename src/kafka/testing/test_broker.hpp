@@ -17,8 +17,9 @@
 #include "common/error.hpp"
 
 namespace RdKafka {
+class KafkaConsumer;
 class Producer;
-}
+}  // namespace RdKafka
 
 namespace harvest::kafka::testing {
 
@@ -66,6 +67,13 @@ class TestBroker {
       const std::string& group, const std::string& topic,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+  // Another member rewinding the group: joins `group` (range assignment),
+  // waits for its share of `topic`, commits `offset` on each partition it got
+  // and leaves. Returns those partitions.
+  [[nodiscard]] Result<std::vector<int32_t>> rewind_as_member(
+      const std::string& group, const std::string& topic, int64_t offset,
+      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
   // Polls `committed` until it equals `expected` or `within` passes; returns
   // the last answer (empty while the broker errs), so a caller's failed
   // comparison shows what the broker holds.
@@ -76,6 +84,9 @@ class TestBroker {
 
  private:
   class DeliveryReports;
+  // A consumer with `group`'s id that never joins the group.
+  [[nodiscard]] Result<std::unique_ptr<RdKafka::KafkaConsumer>> outside_consumer(
+      const std::string& group) const;
   TestBroker(std::string bootstrap, std::unique_ptr<DeliveryReports> reports,
              std::unique_ptr<RdKafka::Producer> producer);
 
