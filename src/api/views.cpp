@@ -33,6 +33,7 @@ Json to_json(const engine::ExecutionView& view) {
               {"error", opt(view.error)},
               {"start_source", view.start_source},
               {"start_source_ref", opt(view.start_source_ref)},
+              {"start_trace", view.start_trace ? to_json(*view.start_trace) : Json(nullptr)},
               {"attempt", view.attempt},
               {"history", std::move(history)}};
 }

@@ -170,6 +170,8 @@ int show_execution(engine::Engine& engine, const std::string& id, bool json, std
       {"attempt", std::to_string(v.attempt)},
       {"start_source", v.start_source},
       {"start_source_ref", or_dash(v.start_source_ref)},
+      {"traceparent", v.start_trace ? v.start_trace->traceparent : "-"},
+      {"tracestate", v.start_trace ? v.start_trace->tracestate.value_or("-") : "-"},
       {"input", one_line(api::dump(v.input), 200)},
       {"output", one_line(api::dump(v.output), 200)},
       {"error", one_line(or_dash(v.error), 200)},

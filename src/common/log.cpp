@@ -21,24 +21,42 @@ spdlog::logger& logger() {
   return *instance;
 }
 
+namespace {
+thread_local std::string scoped_fields;  // " a=b c=d", or empty
+}  // namespace
+
+ScopedFields::ScopedFields(std::string_view fields) : restore_(scoped_fields.size()) {
+  scoped_fields.append(" ").append(fields);
+}
+ScopedFields::~ScopedFields() {
+  scoped_fields.resize(restore_);
+}
+
 void write(spdlog::level::level_enum level, std::string_view message) {
-  logger().log(level, "{}", redact_secrets(message));
+  if (scoped_fields.empty()) {
+    logger().log(level, "{}", redact_secrets(message));
+  } else {
+    logger().log(level, "{}{}", redact_secrets(message), scoped_fields);
+  }
 }
 
 struct LogCapture::Sink : spdlog::sinks::base_sink<std::mutex> {
+  explicit Sink(spdlog::level::level_enum min) : min_level(min) {}
+  spdlog::level::level_enum min_level;
   std::vector<std::string> lines;
   mutable std::mutex read_mu;
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    if (msg.level < spdlog::level::warn) return;
+    if (msg.level < min_level) return;
     std::lock_guard lock(read_mu);
     lines.emplace_back(msg.payload.data(), msg.payload.size());
   }
   void flush_() override {}
 };
 
-LogCapture::LogCapture() : sink_(std::make_shared<Sink>()) {
+LogCapture::LogCapture(spdlog::level::level_enum min_level)
+    : sink_(std::make_shared<Sink>(min_level)) {
   logger().sinks().push_back(sink_);
 }
 

@@ -42,11 +42,26 @@ void debug(fmt::format_string<Args...> f, Args&&... args) {
   emit(spdlog::level::debug, f, std::forward<Args>(args)...);
 }
 
-// Records every message logged at warn level or above while alive. Used by
+// Fields appended to every line this thread logs while alive, e.g.
+// "execution=<id> trace_id=<32 hex>" while a worker thread runs a run, so a
+// run's lines (harvest's and the workflow's own) carry its trace. Nested
+// scopes add to the outer ones.
+class ScopedFields {
+ public:
+  explicit ScopedFields(std::string_view fields);
+  ~ScopedFields();
+  ScopedFields(const ScopedFields&) = delete;
+  ScopedFields& operator=(const ScopedFields&) = delete;
+
+ private:
+  size_t restore_;
+};
+
+// Records every message logged at `min_level` (default warn) or above while alive. Used by
 // tests that assert a warning or error was reported, by content.
 class LogCapture {
  public:
-  LogCapture();
+  explicit LogCapture(spdlog::level::level_enum min_level = spdlog::level::warn);
   ~LogCapture();
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.hpp"
+
 namespace harvest::connector {
 
 std::string render(const Coordinates& c) {
@@ -22,6 +24,24 @@ std::optional<std::string_view> MessageCtx::header(std::string_view name) const 
     if (k == name) return std::string_view(v);
   }
   return std::nullopt;
+}
+
+std::optional<TraceContext> trace_context_of(const Message& message) {
+  std::optional<std::string_view> parent;
+  std::optional<std::string> state;
+  for (const auto& [k, v] : message.headers) {
+    if (k.size() != 11 && k.size() != 10) continue;  // cheap: most headers are neither
+    const std::string name = ascii_lower(k);
+    if (name == "traceparent") {
+      if (parent) return std::nullopt;  // two parents name no single trace
+      parent = v;
+    } else if (name == "tracestate") {
+      // Bounded by the record's size; over kMaxTraceState it is dropped below.
+      state = state ? *state + "," + v : v;
+    }
+  }
+  return parse_trace_context(parent,
+                             state ? std::optional<std::string_view>(*state) : std::nullopt);
 }
 
 }  // namespace harvest::connector

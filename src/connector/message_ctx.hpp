@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/ids.hpp"
+#include "common/trace_context.hpp"
 #include "connector/event_source.hpp"
 
 namespace harvest::connector {
@@ -33,6 +34,13 @@ class MessageCtx {
   const std::string& stream_;
   const std::string& binding_;
 };
+
+// The producer's W3C trace context: the `traceparent` (and `tracestate`)
+// Kafka header or SQS message attribute, names matched without regard to
+// case. Absent, malformed, or given more than once: none (the message is
+// dispatched all the same). Several tracestate values are joined with ",",
+// as the recommendation combines repeated headers.
+[[nodiscard]] std::optional<TraceContext> trace_context_of(const Message& message);
 
 using harvest::is_valid_utf8;
 

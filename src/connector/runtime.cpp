@@ -121,6 +121,7 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   } else {
     out.message = std::move(mapped.mapped);
     out.ref = to_valid_utf8(render(m.coordinates));
+    out.trace = trace_context_of(m);
   }
   return out;
 }
@@ -142,6 +143,7 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
                                                      .payload = std::move(g->message.payload),
                                                      .source = engine::StartSource::kBroker,
                                                      .source_ref = g->ref,
+                                                     .trace = std::move(g->trace),
                                                      .reuse = b.workflow_id_reuse()},
                       g->key->pass()});
     }
@@ -161,7 +163,8 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
                                                 .workflow_id = g->message.workflow_id,
                                                 .input = std::move(g->message.payload),
                                                 .source = engine::StartSource::kBroker,
-                                                .source_ref = g->ref},
+                                                .source_ref = g->ref,
+                                                .trace = std::move(g->trace)},
                            std::nullopt};
     // WorkflowId mode dedupes on the mapped id alone: no derived key.
     if (mode_ == IdempotencyMode::kBrokerCoordinates) d.key = g->key->pass();

@@ -165,7 +165,8 @@ class ConnectorRuntime {
     std::optional<Dispatched> verdict;  // decided by mapping (poison, rejected)
     std::optional<DedupeKey> key;       // the dedupe key (CON-8)
     MappedMessage message;
-    std::string ref;  // rendered coordinates, the start's source_ref
+    std::string ref;                    // rendered coordinates, the start's source_ref
+    std::optional<TraceContext> trace;  // the producer's, from the message's headers
     Clock::time_point started{};
   };
   Mapped map_one(const Message& m);

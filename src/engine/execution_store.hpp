@@ -39,6 +39,7 @@ struct NewExecution {
   std::optional<std::string> idempotency_key;
   std::string source;
   std::optional<std::string> source_ref;
+  std::optional<TraceContext> trace;
   int max_attempts = 3;
 };
 
@@ -92,8 +93,9 @@ struct ClaimedRun {
   int attempt = 1;
   int max_attempts = 3;
   long long signal_seq = 0;
-  bool entity_reuse = false;      // created by signal-with-start under allow_after_close
-  std::map<int, RecordedOp> ops;  // op_seq -> recorded result
+  bool entity_reuse = false;          // created by signal-with-start under allow_after_close
+  std::optional<TraceContext> trace;  // the start's trace context
+  std::map<int, RecordedOp> ops;      // op_seq -> recorded result
 };
 
 // Rows of a listing page, before the engine merges shards.

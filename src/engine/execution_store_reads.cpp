@@ -22,7 +22,8 @@ Result<bool> ExecutionStore::exists(const std::string& execution_id) {
 Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& execution_id) {
   auto r = conn_.exec(
       "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
-      "output, error, start_source, start_source_ref, attempt, run_no, NOT superseded AS current "
+      "output, error, start_source, start_source_ref, start_trace::text AS start_trace, attempt, "
+      "run_no, NOT superseded AS current "
       "FROM harvest_workflow_executions "
       "WHERE id = $1::uuid",
       {execution_id});
@@ -38,6 +39,8 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
   v.error = r->get_opt(0, "error");
   v.start_source = r->get(0, "start_source");
   v.start_source_ref = r->get_opt(0, "start_source_ref");
+  if (auto t = r->get_opt(0, "start_trace"))
+    v.start_trace = trace_context_from_json(Json::parse(*t));
   v.attempt = static_cast<int>(r->get_int(0, "attempt"));
   v.run_no = static_cast<int>(r->get_int(0, "run_no"));
   v.current = r->get_bool(0, "current");

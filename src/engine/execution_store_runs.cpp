@@ -29,7 +29,8 @@ constexpr const char* kClaim =
     "FROM n WHERE e.id = n.id "
     "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
     "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "
-    "  (extract(epoch FROM e.run_after) * 1000000)::bigint AS run_after_us";
+    "  e.start_trace::text AS start_trace, (extract(epoch FROM e.run_after) * 1000000)::bigint AS "
+    "run_after_us";
 
 }  // namespace
 
@@ -90,6 +91,7 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
       c.max_attempts = static_cast<int>(r->get_int(i, "max_attempts"));
       c.signal_seq = r->get_int(i, "signal_seq");
       c.entity_reuse = r->get_bool(i, "entity_reuse");
+      if (auto t = r->get_opt(i, "start_trace")) c.trace = trace_context_from_json(Json::parse(*t));
       out.push_back(std::move(c));
     }
   }
@@ -179,9 +181,10 @@ constexpr const char* kCarryNextRun =
     "WITH d AS (SELECT * FROM harvest_workflow_executions WHERE id = $1 AND superseded "
     "  AND completed_at = now()), "
     "n AS (INSERT INTO harvest_workflow_executions (id, workflow_name, workflow_id, status, "
-    "  input, start_source, start_source_ref, max_attempts, run_no, entity_reuse) "
+    "  input, start_source, start_source_ref, start_trace, max_attempts, run_no, entity_reuse) "
     "  SELECT gen_random_uuid(), d.workflow_name, d.workflow_id, 'pending', d.input, "
-    "  d.start_source, d.start_source_ref, d.max_attempts, d.run_no + 1, true FROM d "
+    "  d.start_source, d.start_source_ref, d.start_trace, d.max_attempts, d.run_no + 1, true "
+    "  FROM d "
     "  RETURNING id, workflow_name, start_source, start_source_ref), "
     "moved AS (UPDATE harvest_signals s SET execution_id = n.id FROM n, d "
     "  WHERE s.id IN ({unread}) RETURNING s.id) "

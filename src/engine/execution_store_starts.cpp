@@ -18,9 +18,13 @@ namespace {
 // hash joins over whole tables (a fresh database started ~20x slower). The
 // lookups are scalar subqueries on unique keys for the same reason: each is
 // one index probe per item whatever the statistics say.
+// The WorkflowStarted payload's trace member, for items that carry one.
+#define HARVEST_WITH_TRACE \
+  "|| CASE WHEN f.trace IS NULL THEN jsonb_build_object() ELSE jsonb_build_object('trace', f.trace) END"
+
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "
-    "max_attempts int";
+    "max_attempts int, trace jsonb";
 
 constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid";
 
@@ -33,7 +37,8 @@ Json item_json(size_t ord, const NewExecution& e) {
               {"input", e.input},
               {"source", e.source},
               {"ref", e.source_ref ? Json(*e.source_ref) : Json(nullptr)},
-              {"max_attempts", std::max(1, e.max_attempts)}};
+              {"max_attempts", std::max(1, e.max_attempts)},
+              {"trace", e.trace ? to_json(*e.trace) : Json(nullptr)}};
 }
 
 // Claims the keys, creates the executions whose key this batch now owns (or
@@ -54,13 +59,14 @@ constexpr const char* kStartBatch =
     "fresh AS (SELECT * FROM items WHERE key IS NULL OR id IN (SELECT execution_id FROM claimed)), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts) "
-    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts FROM fresh "
+    "  max_attempts, start_trace) "
+    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace FROM fresh "
     "  ORDER BY wf, wid, ord "
     "  ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id), "
     "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "
-    "  'start_source_ref', f.ref) FROM fresh f JOIN inserted n ON n.id = f.id) "
+    "  'start_source_ref', f.ref) " HARVEST_WITH_TRACE
+    " FROM fresh f JOIN inserted n ON n.id = f.id) "
     "SELECT id::text AS id FROM inserted";
 
 // Runs in the same transaction, with a fresh snapshot: a key whose claim
@@ -98,11 +104,12 @@ constexpr const char* kNotify = "SELECT pg_notify('harvest_work', '')";
 constexpr const char* kInsertOne =
     "WITH e AS (INSERT INTO harvest_workflow_executions "
     "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "max_attempts) VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7) "
+    "max_attempts, start_trace) VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7, $8::jsonb) "
     "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id) "
     "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "SELECT id, 'WorkflowStarted', $2, jsonb_build_object('start_source', $5::text, "
-    "'start_source_ref', $6::text) FROM e RETURNING execution_id";
+    "'start_source_ref', $6::text) || CASE WHEN $8::jsonb IS NULL THEN '{}'::jsonb "
+    "ELSE jsonb_build_object('trace', $8::jsonb) END FROM e RETURNING execution_id";
 
 }  // namespace
 
@@ -178,8 +185,11 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
 }
 
 Result<std::optional<std::string>> ExecutionStore::insert(const NewExecution& e) {
-  auto r = conn_.exec(kInsertOne, {e.id, e.workflow, e.workflow_id, e.input.dump(), e.source,
-                                   e.source_ref, std::to_string(std::max(1, e.max_attempts))});
+  std::optional<std::string> trace;
+  if (e.trace) trace = to_json(*e.trace).dump();
+  auto r =
+      conn_.exec(kInsertOne, {e.id, e.workflow, e.workflow_id, e.input.dump(), e.source,
+                              e.source_ref, std::to_string(std::max(1, e.max_attempts)), trace});
   if (!r) return fail(r.error());
   if (r->empty()) return std::optional<std::string>{};
   return std::optional<std::string>{e.id};
@@ -200,7 +210,7 @@ namespace {
 
 constexpr const char* kEntityColumns =
     "ord int, wf text, wid text, id uuid, input jsonb, source text, ref text, max_attempts int, "
-    "startable bool, signal text, payload jsonb, key text, reuse bool";
+    "trace jsonb, startable bool, signal text, payload jsonb, key text, reuse bool";
 
 // `i`'s signal key was delivered to some run of its workflow id (the dedupe
 // spans the runs of an entity).
@@ -231,14 +241,15 @@ constexpr const char* kEntityStart =
     " ORDER BY wf, wid, ord), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts, run_no, entity_reuse) "
-    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, "
+    "  max_attempts, start_trace, run_no, entity_reuse) "
+    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, "
     "  COALESCE((SELECT max(x.run_no) FROM harvest_workflow_executions x "
     "   WHERE x.workflow_name = f.wf AND x.workflow_id = f.wid), 0) + 1, reuse FROM firsts f "
     "  ORDER BY wf, wid ON CONFLICT DO NOTHING RETURNING id), "
     "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "
-    "  'start_source_ref', f.ref) FROM firsts f JOIN inserted n ON n.id = f.id) "
+    "  'start_source_ref', f.ref) " HARVEST_WITH_TRACE
+    " FROM firsts f JOIN inserted n ON n.id = f.id) "
     "SELECT id::text AS id FROM inserted";
 
 // With a fresh snapshot (the runs exist now, whoever created them): locks
@@ -278,6 +289,7 @@ constexpr const char* kEntitySignal =
     "ORDER BY i.ord";
 
 #undef HARVEST_DELIVERED_BEFORE
+#undef HARVEST_WITH_TRACE
 
 }  // namespace
 

@@ -143,6 +143,7 @@ Result<Engine::PreparedSignal> Engine::prepare_signal_with_start(
                                                  .input = req.start_input,
                                                  .source = std::string(to_string(req.source)),
                                                  .source_ref = req.source_ref,
+                                                 .trace = req.trace,
                                                  .max_attempts = def->options.max_attempts},
                            .startable = !p.bad_input,
                            .signal = req.signal,

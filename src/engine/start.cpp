@@ -71,6 +71,7 @@ Result<Engine::PreparedStart> Engine::prepare_start(const StartRequest& req) con
                         .idempotency_key = req.idempotency_key,
                         .source = std::string(to_string(req.source)),
                         .source_ref = req.source_ref,
+                        .trace = req.trace,
                         .max_attempts = def->options.max_attempts};
   return p;
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/trace_context.hpp"
 #include "metrics/recorder.hpp"
 
 namespace harvest::engine {
@@ -35,6 +36,9 @@ struct StartRequest {
   StartSource source = StartSource::kClient;
   // Free-form provenance, e.g. rendered broker coordinates.
   std::optional<std::string> source_ref;
+  // The producer's W3C trace context, kept with the provenance when this
+  // call creates the run (see common/trace_context.hpp).
+  std::optional<TraceContext> trace;
 };
 
 enum class StartOutcomeKind { kStarted, kIdempotentReplay, kDeferred };
@@ -91,6 +95,7 @@ struct SignalWithStartRequest {
   std::optional<std::string> idempotency_key;  // the signal's key
   StartSource source = StartSource::kClient;
   std::optional<std::string> source_ref;  // recorded only when this call starts the run
+  std::optional<TraceContext> trace;      // likewise
   WorkflowIdReuse reuse = WorkflowIdReuse::kAllowAfterClose;
 };
 
@@ -215,6 +220,7 @@ struct ExecutionView {
   std::optional<std::string> error;
   std::string start_source;
   std::optional<std::string> start_source_ref;
+  std::optional<TraceContext> start_trace;  // the producer's trace, when the start carried one
   int attempt = 1;
   std::vector<HistoryEvent> history;
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 
 #include "common/fault.hpp"
@@ -221,6 +222,10 @@ void Worker::execute(Claimed c) {
   const size_t shard = c.shard;
   RunState state(engine_, shard, std::move(c.run));
   const ClaimedRun& run = state.run();
+  // Every line this thread logs while the run executes, harvest's and the
+  // workflow's own, names the producer's trace.
+  std::optional<log::ScopedFields> trace_fields;
+  if (run.trace) trace_fields.emplace(fmt::format("trace_id={}", run.trace->trace_id()));
   const WorkflowDef* def = engine_.workflows().find(run.workflow_name);
   const Fence fence{run.id, run.lease};
   const auto started = std::chrono::steady_clock::now();
