@@ -58,8 +58,8 @@ install(FILES ${PROJECT_BINARY_DIR}/harvestConfig.cmake
 set(HARVEST_PC_LIBS "")
 set(HARVEST_PC_REQUIRES "libpq nlohmann_json spdlog fmt libcrypto")
 set(HARVEST_PC_CFLAGS "-DHARVEST_WITH_CONNECTORS=1")
-foreach(m cli plugin kafka_testing kafka sqs api metrics_prometheus connector engine store metrics
-          common)
+foreach(m cli plugin kafka_testing kafka sqs api metrics_prometheus connector connector_dlq engine
+          store metrics common)
   if(TARGET harvest_${m})
     string(APPEND HARVEST_PC_LIBS " -lharvest_${m}")
   endif()

@@ -143,6 +143,20 @@ Result<std::optional<size_t>> limit_param(const ApiRequest& req, size_t max) {
   return std::optional<size_t>{value};
 }
 
+// The connector dead-letter filter from a request body; values are checked
+// by the store (connector_dlq::check) before any SQL runs.
+Result<connector_dlq::DeadLetterFilter> body_filter(const Body& body) {
+  connector_dlq::DeadLetterFilter f;
+  for (auto [field, slot] : {std::pair{"id", &f.id}, std::pair{"binding", &f.binding},
+                             std::pair{"stream", &f.stream}, std::pair{"reason", &f.reason},
+                             std::pair{"since", &f.since}, std::pair{"until", &f.until}}) {
+    auto v = body.string(field);
+    if (!v) return fail(v.error());
+    *slot = std::move(*v);
+  }
+  return f;
+}
+
 ApiResponse respond(Result<ApiResponse> r) {
   return r ? std::move(*r) : error_response(r.error());
 }
@@ -175,7 +189,11 @@ ApiResponse error_response(const Error& error) {
 
 Handlers::Handlers(engine::Engine& engine, std::string prefix,
                    std::shared_ptr<metrics::PrometheusMetrics> exporter, JsonLimits json)
-    : engine_(engine), prefix_(std::move(prefix)), exporter_(std::move(exporter)), json_(json) {}
+    : engine_(engine),
+      connector_dead_letters_(engine.pool()),
+      prefix_(std::move(prefix)),
+      exporter_(std::move(exporter)),
+      json_(json) {}
 
 ApiResponse Handlers::start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
@@ -319,6 +337,61 @@ ApiResponse Handlers::replay_dead_letter(const ApiRequest& req) {
     const std::string& id = req.params.at(0);
     if (auto r = engine_.replay_dead_letter(id); !r) return fail(r.error());
     return json_response(200, Json{{"execution_id", id}, {"outcome", "replayed"}});
+  }());
+}
+
+ApiResponse Handlers::list_connector_dead_letters(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    if (auto ok = check_query(req, query_params::kListConnectorDeadLetters); !ok) {
+      return fail(ok.error());
+    }
+    auto limit = limit_param(req, connector_dlq::kMaxListLimit);
+    if (!limit) return fail(limit.error());
+    connector_dlq::DeadLetterFilter f{.binding = query(req, "binding"),
+                                      .stream = query(req, "stream"),
+                                      .reason = query(req, "reason"),
+                                      .since = query(req, "since"),
+                                      .until = query(req, "until")};
+    auto rows = connector_dead_letters_.list(f, limit->value_or(connector_dlq::kDefaultListLimit));
+    if (!rows) return fail(rows.error());
+    Json items = Json::array();
+    for (const auto& d : *rows) items.push_back(to_json(d));
+    return json_response(200, Json{{"items", std::move(items)}});
+  }());
+}
+
+ApiResponse Handlers::get_connector_dead_letter(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    if (auto ok = check_query(req, {}); !ok) return fail(ok.error());
+    auto row = connector_dead_letters_.show(req.params.at(0));
+    if (!row) return fail(row.error());
+    return json_response(200, to_json_detail(*row));
+  }());
+}
+
+ApiResponse Handlers::replay_connector_dead_letters(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    auto body = Body::parse(req.body, json_, false, body_fields::kConnectorDeadLetterReplay);
+    if (!body) return fail(body.error());
+    auto by = body->required_string("requested_by");
+    if (!by) return fail(by.error());
+    auto filter = body_filter(*body);
+    if (!filter) return fail(filter.error());
+    auto marked = connector_dead_letters_.request_replay(*filter, *by);
+    if (!marked) return fail(marked.error());
+    return json_response(200, to_json(*marked));
+  }());
+}
+
+ApiResponse Handlers::purge_connector_dead_letters(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    auto body = Body::parse(req.body, json_, true, body_fields::kConnectorDeadLetterPurge);
+    if (!body) return fail(body.error());
+    auto filter = body_filter(*body);
+    if (!filter) return fail(filter.error());
+    auto purged = connector_dead_letters_.purge(*filter);
+    if (!purged) return fail(purged.error());
+    return json_response(200, Json{{"purged", *purged}});
   }());
 }
 

@@ -74,6 +74,14 @@ class Handlers {
   [[nodiscard]] ApiResponse list_dead_letters(const ApiRequest& req);
   // POST {prefix}/dead-letters/{execution_id}/replay
   [[nodiscard]] ApiResponse replay_dead_letter(const ApiRequest& req);
+  // GET {prefix}/connector-dead-letters?binding=&stream=&reason=&since=&until=&limit=
+  [[nodiscard]] ApiResponse list_connector_dead_letters(const ApiRequest& req);
+  // GET {prefix}/connector-dead-letters/{id}
+  [[nodiscard]] ApiResponse get_connector_dead_letter(const ApiRequest& req);
+  // POST {prefix}/connector-dead-letters/replay {filter..., requested_by}
+  [[nodiscard]] ApiResponse replay_connector_dead_letters(const ApiRequest& req);
+  // POST {prefix}/connector-dead-letters/purge {filter...}
+  [[nodiscard]] ApiResponse purge_connector_dead_letters(const ApiRequest& req);
   // GET /healthz: 200 when every shard answers, 503 otherwise.
   [[nodiscard]] ApiResponse health(const ApiRequest& req);
   // GET /metrics: the Prometheus text exposition.
@@ -84,6 +92,8 @@ class Handlers {
                                    const std::string& name);
 
   engine::Engine& engine_;
+  // Over the engine's first shard, which holds the connector's tables.
+  connector_dlq::DeadLetterStore connector_dead_letters_;
   std::string prefix_;
   std::shared_ptr<metrics::PrometheusMetrics> exporter_;
   JsonLimits json_;

@@ -146,6 +146,10 @@ struct ServerCore {
         {"list_executions", &Handlers::list_executions},
         {"list_dead_letters", &Handlers::list_dead_letters},
         {"replay_dead_letter", &Handlers::replay_dead_letter},
+        {"list_connector_dead_letters", &Handlers::list_connector_dead_letters},
+        {"get_connector_dead_letter", &Handlers::get_connector_dead_letter},
+        {"replay_connector_dead_letters", &Handlers::replay_connector_dead_letters},
+        {"purge_connector_dead_letters", &Handlers::purge_connector_dead_letters},
         {"healthz", &Handlers::health},
         {"metrics", &Handlers::metrics},
     };

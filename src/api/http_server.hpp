@@ -11,6 +11,10 @@
 //   GET  {prefix}/executions?workflow=&status=&start_source=&limit=&cursor=
 //   GET  {prefix}/dead-letters?limit=
 //   POST {prefix}/dead-letters/{execution_id}/replay            200
+//   GET  {prefix}/connector-dead-letters?binding=&stream=&reason=&since=&until=&limit=
+//   GET  {prefix}/connector-dead-letters/{id}                   200
+//   POST {prefix}/connector-dead-letters/replay                 200
+//   POST {prefix}/connector-dead-letters/purge                  200
 //   GET  /healthz, GET /metrics                                 (not under the prefix)
 // The table is `route_specs` (routes.hpp); docs/openapi.yaml documents it.
 // Every error is `{"error": "<kind>", "message": "...", "request_id": "..."}`

@@ -72,6 +72,23 @@ std::vector<RouteSpec> route_specs(std::string_view prefix) {
   out.push_back(spec("replay_dead_letter", Method::kPost, p + "/dead-letters/{execution_id}/replay",
                      {200, 404, 409}));
 
+  // Connector dead letters (poison broker messages), issue 15. Replay only
+  // marks rows: the binding's runtime, which holds the mapper, replays them.
+  out.push_back(
+      spec("list_connector_dead_letters", Method::kGet, p + "/connector-dead-letters", {200}));
+  out.back().query_params = query_params::kListConnectorDeadLetters;
+  // 400 an id that is not a uuid; 404 no such row.
+  out.push_back(spec("get_connector_dead_letter", Method::kGet, p + "/connector-dead-letters/{id}",
+                     {200, 404}));
+  // 400 without a filter (or requested_by), or a filter value out of bounds.
+  out.push_back(spec("replay_connector_dead_letters", Method::kPost,
+                     p + "/connector-dead-letters/replay", {200}));
+  out.back().body_fields = body_fields::kConnectorDeadLetterReplay;
+  out.back().required_body_fields = {"requested_by"};
+  out.push_back(spec("purge_connector_dead_letters", Method::kPost,
+                     p + "/connector-dead-letters/purge", {200}));
+  out.back().body_fields = body_fields::kConnectorDeadLetterPurge;
+
   // 503 when a shard is not readable.
   out.push_back(spec("healthz", Method::kGet, "/healthz", {200, 503}, RouteAuth::kNone));
   out.back().control = true;

@@ -23,6 +23,11 @@ inline constexpr std::array<std::string_view, 3> kStart = {"workflow_id", "input
 inline constexpr std::array<std::string_view, 6> kSignalWithStart = {
     "workflow_id", "input", "signal", "payload", "idempotency_key", "workflow_id_reuse"};
 inline constexpr std::array<std::string_view, 2> kSignal = {"payload", "idempotency_key"};
+// The connector dead-letter filter (at least one member must be set).
+inline constexpr std::array<std::string_view, 6> kConnectorDeadLetterPurge = {
+    "id", "binding", "stream", "reason", "since", "until"};
+inline constexpr std::array<std::string_view, 7> kConnectorDeadLetterReplay = {
+    "id", "binding", "stream", "reason", "since", "until", "requested_by"};
 }  // namespace body_fields
 
 // Query parameters each route accepts (any other parameter is a 400).
@@ -30,6 +35,8 @@ namespace query_params {
 inline constexpr std::array<std::string_view, 5> kListExecutions = {
     "workflow", "status", "start_source", "limit", "cursor"};
 inline constexpr std::array<std::string_view, 1> kListDeadLetters = {"limit"};
+inline constexpr std::array<std::string_view, 6> kListConnectorDeadLetters = {
+    "binding", "stream", "reason", "since", "until", "limit"};
 }  // namespace query_params
 
 // Who may call a route when ApiConfig::token is set.

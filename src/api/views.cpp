@@ -1,5 +1,10 @@
 #include "api/views.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
+#include "common/ids.hpp"
+
 namespace harvest::api {
 
 namespace {
@@ -7,6 +12,24 @@ namespace {
 template <typename T>
 Json opt(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
+}
+
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 0x3f] : '=';
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -72,6 +95,38 @@ Json to_json(const engine::ShardStatus& s) {
               {"location", s.location},
               {"readable", s.readable},
               {"error", opt(s.error)}};
+}
+
+Json to_json(const connector_dlq::StoredDeadLetter& d) {
+  return Json{{"id", d.id},
+              {"binding", d.binding},
+              {"stream", d.stream},
+              {"coordinates", d.coordinates},
+              {"idempotency_key", d.idempotency_key},
+              {"reason", d.reason},
+              {"detail", d.detail},
+              {"attempts", d.attempts},
+              {"failed_at", d.failed_at},
+              {"payload_bytes", d.payload.size()},
+              {"replay_requested_at", opt(d.replay_requested_at)},
+              {"replay_requested_by", opt(d.replay_requested_by)},
+              {"replayed_at", opt(d.replayed_at)},
+              {"replay_outcome", opt(d.replay_outcome)},
+              {"replay_detail", opt(d.replay_detail)},
+              {"replay_execution_id", opt(d.replay_execution_id)}};
+}
+
+Json to_json_detail(const connector_dlq::StoredDeadLetter& d) {
+  Json j = to_json(d);
+  j["payload"] = is_valid_utf8(d.payload) ? Json(d.payload) : Json(nullptr);
+  j["payload_base64"] = base64(d.payload);
+  return j;
+}
+
+Json to_json(const connector_dlq::ReplayRequest& r) {
+  return Json{{"requested", r.requested},
+              {"already_requested", r.already_requested},
+              {"already_replayed", r.already_replayed}};
 }
 
 std::string dump(const Json& j) {

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "connector_dlq/dead_letter_store.hpp"
 #include "engine/types.hpp"
 
 namespace harvest::api {
@@ -21,6 +22,14 @@ using Json = nlohmann::json;
 [[nodiscard]] Json to_json(const engine::ExecutionPage& page);
 [[nodiscard]] Json to_json(const engine::EngineDeadLetter& dead_letter);
 [[nodiscard]] Json to_json(const engine::ShardStatus& shard);
+// A connector dead letter as listed: the row and its replay bookkeeping,
+// the payload's size but not its bytes.
+[[nodiscard]] Json to_json(const connector_dlq::StoredDeadLetter& dead_letter);
+// As listed, plus the payload: `payload` as text when it is valid UTF-8
+// (else null) and `payload_base64` always.
+[[nodiscard]] Json to_json_detail(const connector_dlq::StoredDeadLetter& dead_letter);
+// {"requested": n, "already_requested": n, "already_replayed": n}
+[[nodiscard]] Json to_json(const connector_dlq::ReplayRequest& request);
 
 // Serialises `j` compactly; invalid UTF-8 in strings (which may come from a
 // request path or a workflow's error text) is replaced rather than thrown on.

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/views.hpp"
+#include "cli/connector_dlq.hpp"
+#include "cli/output.hpp"
 #include "common/strings.hpp"
 #include "common/version.hpp"
 #include "engine/engine.hpp"
@@ -33,39 +35,6 @@ std::string resolve_url(const std::string& flag) {
   return env("HARVEST_DATABASE_URL");
 }
 
-// Prints rows under a header, each column as wide as its widest cell.
-void print_table(std::ostream& out, const std::vector<std::string>& header,
-                 const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      s += cells[c];
-      if (c + 1 < cells.size()) s += std::string(width[c] - cells[c].size() + 2, ' ');
-    }
-    out << s << "\n";
-  };
-  line(header);
-  for (const auto& row : rows) line(row);
-}
-
-std::string or_dash(const std::optional<std::string>& v) {
-  return v && !v->empty() ? *v : "-";
-}
-
-// One line of at most `max` characters (errors can span lines).
-std::string one_line(std::string s, size_t max) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  if (s.size() > max) s = s.substr(0, max - 3) + "...";
-  return s;
-}
-
 // Where the engine commands look: an explicit URL, the shard list, or (dev
 // profile only) the private cluster.
 struct Target {
@@ -84,11 +53,6 @@ Result<std::unique_ptr<engine::Engine>> open_engine(const Target& target) {
   // The CLI runs no workflow: list/show/dlq work for any workflow name, since
   // they read rows, not registrations.
   return engine::Engine::open(std::move(config), engine::WorkflowRegistry{});
-}
-
-int fail_with(std::ostream& err, const Error& e) {
-  err << "error: " << one_line(e.message, 2000) << "\n";
-  return 1;
 }
 
 int migrate(const Target& target, bool dry_run, bool json, std::ostream& out, std::ostream& err) {
@@ -289,6 +253,7 @@ struct Options {
   CLI::App* dlq_list = nullptr;
   CLI::App* dlq_replay = nullptr;
   CLI::App* shards_cmd = nullptr;
+  ConnectorDlqOptions connector_dlq;
 };
 
 }  // namespace
@@ -321,6 +286,7 @@ int execute(Options& o, std::ostream& out, std::ostream& err) {
   if (o.show_cmd->parsed()) return show_execution(e, o.execution_id, o.json, out, err);
   if (o.dlq_list->parsed()) return list_dead_letters(e, o.dlq_limit, o.json, out, err);
   if (o.dlq_replay->parsed()) return replay(e, o.replay_id, o.json, out, err);
+  if (o.connector_dlq.parsed()) return run_connector_dlq(e, o.connector_dlq, o.json, out, err);
   return 2;
 }
 
@@ -368,6 +334,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->check(CLI::Range(1, 1000));
   o.dlq_replay = dlq->add_subcommand("replay", "re-run a dead-lettered execution");
   o.dlq_replay->add_option("id", o.replay_id, "execution id")->required();
+
+  add_connector_dlq_commands(app, o.connector_dlq);
 
   o.shards_cmd = app.add_subcommand("shards", "probe every PostgreSQL shard");
 

@@ -23,6 +23,10 @@ class DedupeKey {
 
   [[nodiscard]] static DedupeKey derive(const std::string& binding, const std::string& incarnation,
                                         const Coordinates& coordinates);
+  // A key this binding derived earlier and recorded (a dead-letter row's
+  // idempotency_key): a replay passes it back unchanged, so it dedupes
+  // against the original delivery even after a key_incarnation change.
+  [[nodiscard]] static DedupeKey recorded(std::string value) { return DedupeKey(std::move(value)); }
 
   [[nodiscard]] const std::string& value() const { return value_; }
   // The engine-side capability to write this key (ENG-11).

@@ -94,6 +94,18 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
   return {Verdict::kDeadLettered, reason, false};
 }
 
+MappingOutcome ConnectorRuntime::apply_mapper(const Message& m) const {
+  const SourceBinding& b = *binding_;
+  MessageCtx ctx(m, b.stream(), b.name());
+  try {
+    return b.mapper()(ctx, m.payload);
+  } catch (const std::exception& e) {
+    return {MappingOutcome::Kind::kRejected, {}, fmt::format("mapping threw: {}", e.what())};
+  } catch (...) {
+    return {MappingOutcome::Kind::kRejected, {}, "mapping threw a non-standard exception"};
+  }
+}
+
 ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   const SourceBinding& b = *binding_;
   Mapped out;
@@ -102,15 +114,7 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   // A throw past the mapper's own guard (tests arm it) lands in dispatch()'s backstop.
   HARVEST_FAULT_POINT("connector.map");
   const std::string& key = out.key->value();
-  MessageCtx ctx(m, b.stream(), b.name());
-  MappingOutcome mapped;
-  try {
-    mapped = b.mapper()(ctx, m.payload);
-  } catch (const std::exception& e) {
-    mapped = {MappingOutcome::Kind::kRejected, {}, fmt::format("mapping threw: {}", e.what())};
-  } catch (...) {
-    mapped = {MappingOutcome::Kind::kRejected, {}, "mapping threw a non-standard exception"};
-  }
+  MappingOutcome mapped = apply_mapper(m);
   if (mapped.kind == MappingOutcome::Kind::kUndecodable) {
     out.verdict = poison(m, key, "undecodable", mapped.detail, 1);
   } else if (mapped.kind == MappingOutcome::Kind::kRejected) {
@@ -126,9 +130,10 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   return out;
 }
 
-std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<Mapped*>& group) {
+std::vector<Result<ConnectorRuntime::Committed>> ConnectorRuntime::commit_to_engine(
+    std::vector<Mapped*>& group) {
   const SourceBinding& b = *binding_;
-  std::vector<Result<std::string>> out;
+  std::vector<Result<Committed>> out;
   out.reserve(group.size());
   if (b.kind() == BindingKind::kSignalsWithStart) {
     std::vector<engine::DerivedSignalWithStart> reqs;
@@ -151,7 +156,8 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
       if (!r) {
         out.push_back(fail(r.error()));
       } else {
-        out.push_back(std::string(r->duplicate_signal ? "idempotent_replay" : "dispatched"));
+        out.push_back(
+            Committed{r->duplicate_signal ? "idempotent_replay" : "dispatched", r->execution_id});
       }
     }
     return out;
@@ -177,13 +183,13 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
     }
     switch (r->kind) {
       case engine::StartOutcomeKind::kIdempotentReplay:
-        out.push_back(std::string("idempotent_replay"));
+        out.push_back(Committed{"idempotent_replay", r->execution_id});
         break;
       case engine::StartOutcomeKind::kDeferred:
-        out.push_back(std::string("deferred"));
+        out.push_back(Committed{"deferred", std::nullopt});
         break;
       case engine::StartOutcomeKind::kStarted:
-        out.push_back(std::string("dispatched"));
+        out.push_back(Committed{"dispatched", r->execution_id});
         break;
     }
   }
@@ -192,7 +198,7 @@ std::vector<Result<std::string>> ConnectorRuntime::commit_to_engine(std::vector<
 
 ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
                                                               const Mapped& mapped,
-                                                              const Result<std::string>& outcome) {
+                                                              const Result<Committed>& outcome) {
   if (!outcome) {
     if (is_permanent(outcome.error())) {
       return poison(m, mapped.key->value(), "start_rejected", outcome.error().message, 1);
@@ -207,7 +213,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
     return {Verdict::kRetry, "transient", false};
   }
   strikes_.reset(mapped.key->value());
-  return {Verdict::kSettled, *outcome, false};
+  return {Verdict::kSettled, outcome->outcome, false};
 }
 
 void ConnectorRuntime::commit_group(const std::vector<Message>& messages,
@@ -216,7 +222,7 @@ void ConnectorRuntime::commit_group(const std::vector<Message>& messages,
   std::vector<Mapped*> items;
   items.reserve(group.size());
   for (size_t i : group) items.push_back(&mapped[i]);
-  std::vector<Result<std::string>> outcomes;
+  std::vector<Result<Committed>> outcomes;
   try {
     HARVEST_FAULT_POINT("connector.group_commit");
     outcomes = commit_to_engine(items);
@@ -258,6 +264,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
     summary.store_unavailable = true;
     return summary;
   }
+  if (!holding()) maybe_replay();
   if (!held_.empty()) {
     // What the outage interrupted goes first, in the order it was received:
     // nothing new is taken until it is durable (or held again).

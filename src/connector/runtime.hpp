@@ -54,6 +54,7 @@
 #include "connector/event_source.hpp"
 #include "connector/lag_sampler.hpp"
 #include "connector/strike_counter.hpp"
+#include "connector_dlq/dead_letter_store.hpp"
 #include "engine/engine.hpp"
 #include "metrics/recorder.hpp"
 
@@ -85,6 +86,12 @@ struct ConnectorRuntimeConfig {
   // noticed at most `store_probe_max` later. Defaults 100 ms and 2 s.
   std::chrono::milliseconds store_probe_initial{100};
   std::chrono::milliseconds store_probe_max{2000};
+  // Dead letters marked for replay (connector_dlq) are looked for at most
+  // this often, and at most `replay_batch` of them replayed per look
+  // (0 floored to 1). Only with a replay store (with_replay_store).
+  // Defaults 5 s and 16; an interval of 0 looks on every pass.
+  std::chrono::milliseconds replay_poll_interval{5000};
+  size_t replay_batch = 16;
   // Steady time for lag budgets and back-off pauses; null means the process
   // clock. Tests pass a ManualClock (MockSource reads the same clock).
   std::shared_ptr<Clock> clock;
@@ -99,6 +106,16 @@ struct PassSummary {
   // The store could not be reached: intake is paused until a probe succeeds
   // (`run` waits `store_probe_delay()` before the next pass).
   bool store_unavailable = false;
+};
+
+// What one look at the replay queue did (replay_requested).
+struct ReplaySummary {
+  size_t claimed = 0;        // marked rows taken
+  size_t started = 0;        // a new execution (or entity signal) from a replay
+  size_t existing = 0;       // the dedupe key already had its execution
+  size_t deferred = 0;       // accepted under deferred admission
+  size_t dead_lettered = 0;  // failed again (recorded with the new reason)
+  size_t retried = 0;        // transient failure: left marked for the next look
 };
 
 enum class ConnectorErrorKind {
@@ -132,6 +149,22 @@ class ConnectorRuntime {
   ConnectorRuntime& operator=(const ConnectorRuntime&) = delete;
 
   ConnectorRuntime& with_dead_letter_sink(std::shared_ptr<DeadLetterSink> sink);
+  // Where marked dead letters of this binding are picked up for replay
+  // (shared with whoever else holds it; null: no replay). The plugin wires
+  // the harvest table's store for every binding that dead-letters there.
+  ConnectorRuntime& with_replay_store(std::shared_ptr<connector_dlq::DeadLetterStore> store);
+
+  // Replays up to `replay_batch` dead letters marked for this binding: each
+  // stored payload goes through the binding's mapper and start path under
+  // the row's original dedupe key (so at most one execution ever results),
+  // and the row records the outcome. A mapping rejection or a refused start
+  // is recorded as dead_lettered with the new reason, at once (no strikes:
+  // the operator asked for this one attempt); a transient failure leaves the
+  // row marked. The payload is replayed with its coordinates; the record key
+  // and headers are not stored, so the mapper sees none. Called by run_once
+  // when replay_poll_interval has passed; callable directly (tests,
+  // operators' tools) from the consumer thread.
+  [[nodiscard]] Result<ReplaySummary> replay_requested();
 
   // One pass (see the file comment).
   [[nodiscard]] std::expected<PassSummary, ConnectorError> run_once();
@@ -169,12 +202,19 @@ class ConnectorRuntime {
     std::optional<TraceContext> trace;  // the producer's, from the message's headers
     Clock::time_point started{};
   };
+  MappingOutcome apply_mapper(const Message& m) const;
   Mapped map_one(const Message& m);
+  void maybe_replay();
   void commit_group(const std::vector<Message>& messages, std::vector<Mapped>& mapped,
                     const std::vector<size_t>& group, std::vector<Dispatched>& results);
-  std::vector<Result<std::string>> commit_to_engine(std::vector<Mapped*>& group);
+  // The engine's answer for one message: the outcome label and the run.
+  struct Committed {
+    std::string outcome;  // dispatched | idempotent_replay | deferred
+    std::optional<std::string> execution_id;
+  };
+  std::vector<Result<Committed>> commit_to_engine(std::vector<Mapped*>& group);
   Dispatched settle_outcome(const Message& m, const Mapped& mapped,
-                            const Result<std::string>& outcome);
+                            const Result<Committed>& outcome);
   Dispatched poison(const Message& m, const std::string& key, const std::string& reason,
                     const std::string& detail, int attempts);
   void dispatch(const std::vector<Message>& messages,
@@ -200,6 +240,8 @@ class ConnectorRuntime {
   ConnectorRuntimeConfig config_;
   size_t stall_threshold_;
   std::shared_ptr<DeadLetterSink> sink_;
+  std::shared_ptr<connector_dlq::DeadLetterStore> replays_;
+  std::optional<Clock::time_point> last_replay_look_;
   CommitTracker tracker_;
   StrikeCounter strikes_;
   std::unique_ptr<DispatchPool> pool_;

@@ -197,12 +197,19 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   for (const auto& w : report.warnings) log::warn("{}", w);
   app->warnings_ = report.warnings;
 
-  if (needs_table) app->sink_ = std::make_shared<connector::PostgresDeadLetterSink>(e.pool());
+  if (needs_table) {
+    app->sink_ = std::make_shared<connector::PostgresDeadLetterSink>(e.pool());
+    app->replays_ = std::make_shared<connector_dlq::DeadLetterStore>(e.pool());
+  }
   for (auto& spec : connectors_) {
     auto binding = std::make_shared<const connector::SourceBinding>(spec.binding);
     auto rt = std::make_unique<connector::ConnectorRuntime>(
         binding, spec.source, e, e.config().metrics, IdempotencyMode::kAuto, spec.config);
-    if (!binding->uses_broker_native_dead_letter()) rt->with_dead_letter_sink(app->sink_);
+    if (!binding->uses_broker_native_dead_letter()) {
+      rt->with_dead_letter_sink(app->sink_);
+      // Operators mark rows for replay; the binding's own runtime replays them.
+      rt->with_replay_store(app->replays_);
+    }
     app->runtimes_.push_back(std::move(rt));
   }
   app->worker_config_ = worker_;

@@ -124,6 +124,7 @@ class HarvestApp {
   std::optional<engine::WorkerConfig> worker_config_;
   std::unique_ptr<engine::Worker> worker_;
   std::shared_ptr<connector::PostgresDeadLetterSink> sink_;
+  std::shared_ptr<connector_dlq::DeadLetterStore> replays_;
   std::vector<std::unique_ptr<connector::ConnectorRuntime>> runtimes_;
   std::vector<std::jthread> consumers_;
   std::vector<std::string> warnings_;

@@ -214,10 +214,18 @@ TEST(OpenApi, response_schemas_list_exactly_the_members_the_views_render) {
   engine::ExecutionPage page{.items = {summary}, .next_cursor = "c"};
   engine::EngineDeadLetter dead;
   engine::ShardStatus shard;
+  connector_dlq::StoredDeadLetter connector_dead;
+  connector_dlq::ReplayRequest replay_request;
   const std::map<std::string, json> rendered = {
-      {"HistoryEvent", to_json(event)},       {"Execution", to_json(view)},
-      {"ExecutionSummary", to_json(summary)}, {"ExecutionPage", to_json(page)},
-      {"DeadLetter", to_json(dead)},          {"Shard", to_json(shard)},
+      {"HistoryEvent", to_json(event)},
+      {"Execution", to_json(view)},
+      {"ExecutionSummary", to_json(summary)},
+      {"ExecutionPage", to_json(page)},
+      {"DeadLetter", to_json(dead)},
+      {"Shard", to_json(shard)},
+      {"ConnectorDeadLetter", to_json(connector_dead)},
+      {"ConnectorDeadLetterDetail", to_json_detail(connector_dead)},
+      {"ConnectorDeadLetterReplay", to_json(replay_request)},
   };
   for (const auto& [name, j] : rendered) {
     ASSERT_TRUE(schemas.contains(name)) << name;

@@ -49,6 +49,7 @@ class RouteSpecsTest : public testing::ApiTest {
     put("execution_id", execution_id_);
     put("workflow_id", "w-1");
     put("signal", "poke");
+    put("id", "00000000-0000-0000-0000-000000000000");
     EXPECT_EQ(out.find('{'), std::string::npos) << "a placeholder this test cannot fill: " << path;
     return out;
   }
@@ -69,6 +70,14 @@ class RouteSpecsTest : public testing::ApiTest {
         body[field] = "poke";
       } else if (field == "workflow_id_reuse") {
         body[field] = "allow_after_close";
+      } else if (field == "id") {
+        body[field] = "00000000-0000-0000-0000-000000000000";
+      } else if (field == "binding" || field == "stream" || field == "requested_by") {
+        body[field] = "ops-" + field;
+      } else if (field == "reason") {
+        body[field] = "undecodable";
+      } else if (field == "since" || field == "until") {
+        body[field] = field == "since" ? "2000-01-01T00:00:00Z" : "2100-01-01T00:00:00Z";
       } else {
         ADD_FAILURE() << "no test value for body member '" << field << "' of " << r.name;
       }
@@ -128,7 +137,8 @@ TEST_F(RouteSpecsTest, handlers_accept_exactly_the_declared_body_members) {
       }
     }
   }
-  EXPECT_EQ(checked, 4) << "start, signal-with-start and the two signal routes";
+  EXPECT_EQ(checked, 6)
+      << "start, signal-with-start, the two signal routes, connector dead-letter replay and purge";
 }
 
 TEST_F(RouteSpecsTest, handlers_accept_exactly_the_declared_query_parameters) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
+
 #include "connector_fixture.hpp"
 #include "plugin/plugin.hpp"
 
@@ -63,6 +65,66 @@ TEST_F(PluginApiTest, one_builder_serves_the_api_beside_connectors_and_workers) 
   httplib::Client after("127.0.0.1", port);
   after.set_connection_timeout(1);
   EXPECT_FALSE(after.Get("/healthz")) << "stopped with the app";
+}
+
+// Issue 15 end to end: a poison message is dead-lettered by the running
+// binding, the cause is fixed, an operator asks for a replay over HTTP, and
+// the same binding's consumer thread replays it into exactly one run.
+TEST_F(PluginApiTest, a_replay_asked_over_http_is_run_by_the_binding_into_one_execution) {
+  auto accept = std::make_shared<std::atomic<bool>>(false);
+  auto binding = connector::SourceBinding::starts("orders", "orders.placed", "fulfil_order");
+  binding
+      .map_json([accept](const connector::MessageCtx&,
+                         connector::testing::Order o) -> connector::MapResult {
+        if (!*accept) return std::unexpected("unknown customer");
+        return connector::MappedMessage{"order-" + o.order_id, o};
+      })
+      .poison_threshold(1);
+  auto source = std::make_shared<MockSource>("orders.placed");
+  engine::EngineConfig config;
+  config.database_url = db_url();
+  config.profile = "test";
+  api::ApiConfig api_config;
+  api_config.port = 0;
+  auto app = HarvestPlugin()
+                 .engine_config(config)
+                 .workflows(connector_workflows())
+                 .connector_with_config(binding, source,
+                                        connector::ConnectorRuntimeConfig{
+                                            .idle_backoff = 10ms, .replay_poll_interval = 20ms})
+                 .api("/api/harvest", api_config)
+                 .build();
+  app->start();
+  source->push_kafka(0, 0, order_json("N-1"));
+  ASSERT_TRUE(eventually([&] { return source->committed(0) == 1; }));
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_connector_dead_letters"), 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 0);
+
+  accept->store(true);
+  httplib::Client c("127.0.0.1", app->api_server()->port());
+  const std::string ask = R"({"binding": "orders", "requested_by": "ops@example"})";
+  auto marked = c.Post("/api/harvest/connector-dead-letters/replay", ask, "application/json");
+  ASSERT_TRUE(marked);
+  ASSERT_EQ(marked->status, 200) << marked->body;
+  ASSERT_TRUE(eventually([&] {
+    return scalar(
+               "SELECT count(*) FROM harvest_connector_dead_letters WHERE replay_outcome = "
+               "'started'") == 1;
+  }));
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = "
+                   "'order-N-1'"),
+            1);
+  // Asking again is a no-op success, and nothing more runs.
+  auto again = c.Post("/api/harvest/connector-dead-letters/replay", ask, "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  EXPECT_NE(again->body.find("\"already_replayed\":1"), std::string::npos) << again->body;
+  auto shown = c.Get("/api/harvest/connector-dead-letters?binding=orders");
+  ASSERT_TRUE(shown);
+  EXPECT_NE(shown->body.find("\"replay_requested_by\":\"ops@example\""), std::string::npos)
+      << shown->body;
+  app->stop();
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
 }
 
 TEST_F(PluginApiTest, an_api_that_cannot_listen_fails_start_naming_the_address) {

@@ -1,0 +1,24 @@
+// What every `harvest` command prints with: aligned tables, one-line
+// excerpts and the one-line `error: ...` form scripts can rely on.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace harvest::cli {
+
+// Prints rows under a header, each column as wide as its widest cell.
+void print_table(std::ostream& out, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows);
+// The value, or "-" when absent or empty.
+[[nodiscard]] std::string or_dash(const std::optional<std::string>& v);
+// One line of at most `max` characters (errors can span lines).
+[[nodiscard]] std::string one_line(std::string s, size_t max);
+// Prints `error: <message>` on one line; returns exit code 1.
+[[nodiscard]] int fail_with(std::ostream& err, const Error& e);
+
+}  // namespace harvest::cli
