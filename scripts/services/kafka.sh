@@ -5,6 +5,9 @@
 #   scripts/services/kafka.sh status           # exit 0 iff the broker answers metadata
 #   scripts/services/kafka.sh stop             # stop and delete the state dir
 #   scripts/services/kafka.sh topic NAME [PARTITIONS]   # create a topic (idempotent)
+#   scripts/services/kafka.sh halt [--kill]    # stop the broker, keep its state (SIGTERM,
+#                                              # or SIGKILL with --kill: a crash)
+#   scripts/services/kafka.sh resume           # start it again on the state a halt kept
 #
 # Env:
 #   HARVEST_KAFKA_PORT     broker port (default 19092); controller uses PORT+1
@@ -211,14 +214,42 @@ cmd_start() {
     exit 1
   fi
 
+  launch "$t0"
+}
+
+# launch T0: runs the broker on the configured state dir and waits for it.
+launch() {
   log "starting broker+controller on $BOOTSTRAP (controller 127.0.0.1:$CONTROLLER_PORT), log $LOGFILE"
   # setsid: own session, so it survives the caller's process group being killed.
   setsid nohup java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$STATE_DIR/server.properties" \
-    >"$STATE_DIR/kafka.out" 2>&1 </dev/null &
+    >>"$STATE_DIR/kafka.out" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
   wait_ready
-  log "ready in $(since "$t0")s (pid $(<"$PIDFILE"))"
+  log "ready in $(since "$1")s (pid $(<"$PIDFILE"))"
   echo "KAFKA_BOOTSTRAP=$BOOTSTRAP"
+}
+
+# halt [--kill]: the broker down with its logs and offsets kept, for outage
+# tests; `resume` brings the same broker back.
+cmd_halt() {
+  pid_alive "$PIDFILE" || die "Kafka is not running"
+  if [[ "${1:-}" == --kill ]]; then
+    log "killing pid $(<"$PIDFILE") (SIGKILL)"
+    kill -KILL "$(<"$PIDFILE")"
+    while pid_alive "$PIDFILE"; do sleep 0.1; done
+  else
+    stop_pidfile "$PIDFILE" 30
+  fi
+}
+
+cmd_resume() {
+  local t0=$EPOCHREALTIME
+  pid_alive "$PIDFILE" && die "Kafka is already running (pid $(<"$PIDFILE"))"
+  [[ -e "$STATE_DIR/$MARKER" && -f "$STATE_DIR/server.properties" ]] || die "no kept state in $STATE_DIR (start it instead)"
+  ensure_kcat
+  ensure_libs
+  java_opts
+  launch "$t0"
 }
 
 cmd_stop() {
@@ -267,5 +298,7 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   topic) shift; cmd_topic "$@" ;;
-  *) echo "usage: $0 start|stop|status|topic NAME [PARTITIONS]" >&2; exit 2 ;;
+  halt) shift; cmd_halt "$@" ;;
+  resume) cmd_resume ;;
+  *) echo "usage: $0 start|stop|status|topic NAME [PARTITIONS]|halt [--kill]|resume" >&2; exit 2 ;;
 esac
