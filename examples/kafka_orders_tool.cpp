@@ -2,11 +2,16 @@
 //   kafka_orders_tool topic               create `orders.placed` (8 partitions)
 //   kafka_orders_tool produce <n>         produce n orders, with a progress bar
 //   kafka_orders_tool lag                 work the `harvest-orders` group still owes
+//   kafka_orders_tool send                stream `key<TAB>value` lines from stdin (chaos suite)
 // The broker is $KAFKA_BOOTSTRAP.
 #include <fmt/format.h>
+#include <librdkafka/rdkafkacpp.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "kafka/kafka_source.hpp"
 #include "kafka/testing/test_broker.hpp"
@@ -16,6 +21,55 @@ using namespace harvest;
 namespace {
 constexpr const char* kTopic = "orders.placed";
 constexpr int kPartitions = 8;
+
+class CountFailures : public RdKafka::DeliveryReportCb {
+ public:
+  void dr_cb(RdKafka::Message& m) override {
+    if (m.err() != RdKafka::ERR_NO_ERROR) {
+      if (failed.fetch_add(1) == 0) std::cerr << "delivery failed: " << m.errstr() << "\n";
+    }
+  }
+  std::atomic<long> failed{0};
+};
+
+// `send`: an idempotent producer that rides out a broker outage. Records wait
+// in librdkafka's queue (up to 5 minutes each) while the broker is down and
+// are delivered once, in order, when it is back; exits non-zero if any record
+// could not be delivered.
+int send_lines(const std::string& brokers) {
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  CountFailures report;
+  for (auto [k, v] : {std::pair{"bootstrap.servers", brokers.c_str()},
+                      {"enable.idempotence", "true"},
+                      {"message.timeout.ms", "300000"},
+                      {"linger.ms", "5"}}) {
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return std::cerr << err << "\n", 1;
+  }
+  if (conf->set("dr_cb", &report, err) != RdKafka::Conf::CONF_OK)
+    return std::cerr << err << "\n", 1;
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+  if (!producer) return std::cerr << err << "\n", 1;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const size_t tab = line.find('\t');
+    const std::string key = tab == std::string::npos ? "" : line.substr(0, tab);
+    std::string value = tab == std::string::npos ? line : line.substr(tab + 1);
+    for (;;) {
+      auto e =
+          producer->produce(kTopic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                            value.data(), value.size(), key.data(), key.size(), 0, nullptr);
+      if (e == RdKafka::ERR_NO_ERROR) break;
+      if (e != RdKafka::ERR__QUEUE_FULL) return std::cerr << RdKafka::err2str(e) << "\n", 1;
+      producer->poll(100);
+    }
+    producer->poll(0);
+  }
+  if (producer->flush(600000) != RdKafka::ERR_NO_ERROR) {
+    return std::cerr << "records still undelivered after 10 minutes\n", 1;
+  }
+  return report.failed.load() == 0 ? 0 : 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -31,6 +85,7 @@ int main(int argc, char** argv) {
     fmt::print("{}\n", **lag);
     return 0;
   }
+  if (cmd == "send") return send_lines(brokers);
   auto broker = kafka::testing::TestBroker::connect(brokers);
   if (!broker) return std::cerr << broker.error().message << "\n", 1;
   if (cmd == "topic") {
@@ -63,6 +118,6 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "\n");
     return 0;
   }
-  std::cerr << "usage: kafka_orders_tool topic | produce <n> | lag\n";
+  std::cerr << "usage: kafka_orders_tool topic | produce <n> | lag | send\n";
   return 2;
 }

@@ -13,7 +13,7 @@
 #   broker    the Kafka broker stopped (SIGTERM) and later crashed (SIGKILL), restarted each time
 #   database  PostgreSQL crashed (pg_ctl -m immediate stop) twice and restarted
 #   pause     the app SIGSTOP-ed for $PAUSE_S s (past its 30 s run leases and the
-#             group's 45 s session timeout), then SIGCONT
+#             group's 10 s session timeout), then SIGCONT
 #   replicas  three apps in one consumer group: scaled 1 -> 3, one kill -9-ed, one
 #             added, then scaled down to 1 (SIGTERM) while records flow
 #   sqs       the SQS quickstart kill -9-ed $SQS_KILLS times, then SIGSTOP-ed past the
@@ -249,7 +249,7 @@ note_resume() {
 # ---- Kafka ----
 
 # kafka_records FILE PREFIX N: N orders PREFIX-000001.. with $POISON
-# undecodable records at seeded positions, as key<TAB>value lines for kcat.
+# undecodable records at seeded positions, as key<TAB>value lines for `kafka_orders_tool send`.
 kafka_records() {
   local file=$1 prefix=$2 n=$3 positions="" i
   for ((i = 0; i < POISON; i++)); do positions+="$((RANDOM * 32768 + RANDOM)) "; done
@@ -279,8 +279,7 @@ kafka_produce() {
     for f in "$dir"/c.*; do
       cat "$f"
       sleep 0.1
-    done | kcat -P -b "$KAFKA_BOOTSTRAP" -t orders.placed -K $'\t' -X enable.idempotence=true \
-      -X message.timeout.ms=300000 -X linger.ms=5 2>>"$LOGS/$SCENARIO.producer.log"
+    done | KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" "$BIN/kafka_orders_tool" send 2>>"$LOGS/$SCENARIO.producer.log"
   ) &
   PRODUCER=$!
   BG_PIDS+=("$PRODUCER")
@@ -352,7 +351,7 @@ kafka_scenario() {
   $driver faults
   wait "$PRODUCER" || producer_rc=$?
   ((producer_rc == 0)) || { log "the producer failed ($producer_rc)"; UNEXPECTED+=(producer); }
-  # Leases (30 s) and a dead member's session (45 s) are the longest waits.
+  # Leases (30 s) and a dead member's session (10 s) are the longest waits.
   wait_settled kafka_settled 120 || log "not settled after 120 s"
   $driver stop
   kafka_verify
@@ -439,7 +438,7 @@ drive_pause() {
 # replicas: no instance ids. Scaling is dynamic membership: a replica stopped
 # with SIGTERM leaves the group at once and its partitions move on, where a
 # static member would hold them for the session timeout. The kill -9-ed
-# replica's partitions move after the session timeout (45 s) and its runs
+# replica's partitions move after the session timeout (10 s) and its runs
 # finish on the others once their leases (30 s) lapse.
 drive_replicas() {
   case $1 in

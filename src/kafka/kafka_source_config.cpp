@@ -122,6 +122,11 @@ std::map<std::string, std::string> KafkaSourceConfig::effective_properties() con
   // starts from the beginning of the topic unless the caller chooses the tail.
   // A default, not a forced setting: `.property("auto.offset.reset", …)` wins.
   out["auto.offset.reset"] = "earliest";
+  // 10 s, not librdkafka's 45 s: a crashed member's partitions move to the
+  // others (and a rebalance stops waiting for it) within 10 s. Heartbeats run
+  // on librdkafka's own thread, so a busy dispatch does not miss them; the
+  // broker's floor (group.min.session.timeout.ms) is 6 s.
+  out["session.timeout.ms"] = "10000";
   // Static membership: one member id per process and topic, so the same
   // process coming back is recognised as the member that left.
   if (const std::string id = effective_instance_id(); !id.empty()) {

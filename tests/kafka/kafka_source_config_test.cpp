@@ -67,6 +67,13 @@ TEST(KafkaSourceConfigTest, auto_commit_is_forced_off_and_offset_reset_left_alon
   EXPECT_EQ(props.at("enable.auto.offset.store"), "false");
   EXPECT_EQ(props.at("fetch.min.bytes"), "10");
   EXPECT_EQ(props.at("auto.offset.reset"), "earliest") << "harvest's default, not librdkafka's";
+  EXPECT_EQ(props.at("session.timeout.ms"), "10000") << "a dead member is noticed within 10 s";
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t")
+                .property("session.timeout.ms", "45000")
+                .effective_properties()
+                .at("session.timeout.ms"),
+            "45000")
+      << "a default, not forced";
   EXPECT_EQ(KafkaSourceConfig("a", "g", "t").offset_reset(), OffsetReset::kEarliest);
   EXPECT_EQ(KafkaSourceConfig("a", "g", "t").property("auto.offset.reset", "latest").offset_reset(),
             OffsetReset::kLatest)
