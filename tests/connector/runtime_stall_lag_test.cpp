@@ -186,5 +186,29 @@ TEST_F(ConnectorTest, an_over_budget_lag_sample_is_abandoned_and_the_next_waits_
       << "an in-budget sample reaches the gauge";
 }
 
+// CON-13, issue 13 item 9: lag is sampled before the stall check, so a
+// wedged binding keeps reporting what it owes while it pulls nothing more.
+TEST_F(ConnectorTest, a_wedged_binding_keeps_reporting_its_lag) {
+  ConnectorRuntimeConfig config;
+  config.lag_sample_interval = 1ms;
+  auto source = std::make_shared<MockSource>("orders.placed");
+  source->fixed_lag(3);
+  auto rt = runtime(order_binding(), source, config);
+  source->push_kafka(0, 10, order_json("reject-10"));
+  source->push_kafka(0, 11, order_json("A-11"));
+  auto first = rt->run_once();
+  ASSERT_FALSE(first);
+  ASSERT_EQ(first.error().kind, ConnectorErrorKind::kStalled);
+  EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), 3);
+  source->fixed_lag(9);
+  std::this_thread::sleep_for(20ms);
+  auto again = rt->run_once();
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind, ConnectorErrorKind::kStalled);
+  EXPECT_EQ(again.error().summary.received, 0u);
+  EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), 9)
+      << "the stalled pass still sampled the lag";
+}
+
 }  // namespace
 }  // namespace harvest::connector::testing
