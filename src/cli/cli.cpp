@@ -9,6 +9,7 @@
 
 #include "api/views.hpp"
 #include "cli/connector_dlq.hpp"
+#include "cli/connectors_status.hpp"
 #include "cli/output.hpp"
 #include "common/strings.hpp"
 #include "common/version.hpp"
@@ -254,6 +255,7 @@ struct Options {
   CLI::App* dlq_replay = nullptr;
   CLI::App* shards_cmd = nullptr;
   ConnectorDlqOptions connector_dlq;
+  ConnectorsOptions connectors;
 };
 
 }  // namespace
@@ -261,6 +263,8 @@ struct Options {
 namespace {
 
 int execute(Options& o, std::ostream& out, std::ostream& err) {
+  // Reads running processes over HTTP; needs no database.
+  if (o.connectors.parsed()) return run_connectors_status(o.connectors, o.json, out, err);
   Target target{resolve_url(o.url_flag),
                 split_list(o.shard_flag.empty() ? env("HARVEST_SHARD_URLS") : o.shard_flag)};
   const bool dev = env("HARVEST_PROFILE") == "dev";
@@ -336,6 +340,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.dlq_replay->add_option("id", o.replay_id, "execution id")->required();
 
   add_connector_dlq_commands(app, o.connector_dlq);
+  add_connectors_commands(app, o.connectors);
 
   o.shards_cmd = app.add_subcommand("shards", "probe every PostgreSQL shard");
 

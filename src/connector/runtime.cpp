@@ -56,6 +56,12 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
       std::make_unique<DispatchPool>(ordered ? 1 : std::max<size_t>(config_.commit_concurrency, 1));
   lag_ = std::make_unique<LagSampler>(binding_->name(), source_, metrics_,
                                       config_.lag_sample_interval, config_.clock);
+  // Every per-binding series exists from the start, so a dashboard or
+  // `harvest connectors status` reads 0 rather than "no data".
+  const metrics::Labels labels = {{"source", binding_->name()}};
+  metrics_->set_gauge(metrics::kConnectorStoreUnavailable, labels, 0);
+  metrics_->set_gauge(metrics::kConnectorInFlight, labels, 0);
+  metrics_->increment(metrics::kConnectorRecoveries, labels, 0);
 }
 
 ConnectorRuntime::~ConnectorRuntime() {
@@ -257,6 +263,16 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::stalled(
 }
 
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
+  auto pass = run_pass();
+  const metrics::Labels labels = {{"source", binding_->name()}};
+  metrics_->set_gauge(metrics::kConnectorInFlight, labels, static_cast<double>(held_.size()));
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  metrics_->set_gauge(metrics::kConnectorLastPass, labels,
+                      std::chrono::duration<double>(now).count());
+  return pass;
+}
+
+std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   PassSummary summary;
   // Lag first: a wedged binding's gauge must keep reporting the work it owes.
   lag_->maybe_sample();
@@ -326,6 +342,8 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
                                 PassSummary& summary) {
   // Map on the pool (≤ max_in_flight at once), then commit in batch order,
   // groups of ≤ max_in_flight, one engine transaction per group.
+  metrics_->set_gauge(metrics::kConnectorInFlight, {{"source", binding_->name()}},
+                      static_cast<double>(messages.size()));
   std::vector<Mapped> mapped(messages.size());
   pool_->run(messages.size(), [&](size_t i) {
     try {

@@ -166,7 +166,9 @@ class ConnectorRuntime {
   // operators' tools) from the consumer thread.
   [[nodiscard]] Result<ReplaySummary> replay_requested();
 
-  // One pass (see the file comment).
+  // One pass (see the file comment). Every pass, whatever its outcome, ends
+  // by publishing harvest.connector.in_flight (what is still held) and
+  // harvest.connector.last_pass_timestamp_seconds (wall time).
   [[nodiscard]] std::expected<PassSummary, ConnectorError> run_once();
   // Passes until `stop` is requested (returns success) or the binding must
   // stop: a stall the source cannot recover from (returns the error, logged).
@@ -202,6 +204,7 @@ class ConnectorRuntime {
     std::optional<TraceContext> trace;  // the producer's, from the message's headers
     Clock::time_point started{};
   };
+  std::expected<PassSummary, ConnectorError> run_pass();
   MappingOutcome apply_mapper(const Message& m) const;
   Mapped map_one(const Message& m);
   void maybe_replay();

@@ -42,6 +42,12 @@ inline constexpr const char* kConnectorDispatchSeconds = "harvest.connector.disp
 inline constexpr const char* kConnectorStoreUnavailable = "harvest.connector.store_unavailable";
 // Consumer rebuilds answering a stall (counter, {source}).
 inline constexpr const char* kConnectorRecoveries = "harvest.connector.recoveries";
+// Messages taken from the broker and not yet settled: the pass being
+// dispatched, plus those held through a store outage (gauge, {source}).
+inline constexpr const char* kConnectorInFlight = "harvest.connector.in_flight";
+// Unix time (seconds) at which the binding's last pass ended, whatever its
+// outcome (gauge, {source}). A value that stops moving is a wedged loop.
+inline constexpr const char* kConnectorLastPass = "harvest.connector.last_pass_timestamp_seconds";
 
 // Thread-safe: implementations are called from many threads.
 class MetricsRecorder {

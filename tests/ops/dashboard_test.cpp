@@ -221,10 +221,17 @@ TEST_F(DashboardTest, the_workload_exports_every_series_the_deploy_files_are_abo
         "harvest_connector_dispatch_seconds_bucket", "harvest_engine_starts_total",
         "harvest_engine_runs_completed_total", "harvest_engine_runs_failed_total",
         "harvest_engine_run_seconds_bucket", "harvest_engine_queue_depth",
-        "harvest_api_requests_total"}) {
+        "harvest_api_requests_total", "harvest_connector_recoveries_total",
+        "harvest_connector_store_unavailable", "harvest_connector_in_flight",
+        "harvest_connector_last_pass_timestamp_seconds"}) {
     EXPECT_TRUE(series_.contains(name)) << name << " missing from:\n" << exposition_;
   }
   EXPECT_EQ(series_["harvest_connector_lag"], Set{"source"});
+  for (const auto* gauge :
+       {"harvest_connector_recoveries_total", "harvest_connector_store_unavailable",
+        "harvest_connector_in_flight", "harvest_connector_last_pass_timestamp_seconds"}) {
+    EXPECT_EQ(series_[gauge], Set{"source"}) << gauge;
+  }
   EXPECT_EQ(series_["harvest_connector_retried_total"], (Set{"source", "reason"}));
   EXPECT_EQ(series_["harvest_connector_dispatch_seconds_bucket"], (Set{"source", "le"}));
   EXPECT_EQ(series_["harvest_api_requests_total"], (Set{"route", "status"}));
