@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "api/views.hpp"
@@ -343,6 +344,21 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   add_connectors_commands(app, o.connectors);
 
   o.shards_cmd = app.add_subcommand("shards", "probe every PostgreSQL shard");
+
+  // CLI11 lists only a subcommand's own options; name the global ones too, so
+  // every command's --help shows --json.
+  std::function<void(CLI::App*)> footer = [&](CLI::App* cmd) {
+    for (CLI::App* sub : cmd->get_subcommands({})) {
+      sub->footer(
+          "Global options (before or after the command):\n"
+          "  --json                      machine-readable output\n"
+          "  --database-url URL          harvest database (default: $HARVEST_DATABASE_URL)\n"
+          "  --shard-urls URLS           comma-separated shard URLs (default: "
+          "$HARVEST_SHARD_URLS)");
+      footer(sub);
+    }
+  };
+  footer(&app);
 
   try {
     app.parse(argc, argv);

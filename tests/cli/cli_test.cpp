@@ -310,5 +310,33 @@ TEST_F(CliTest, usage_errors_exit_2) {
   EXPECT_NE(out_.str().find("executions"), std::string::npos) << out_.str();
 }
 
+// Issue 15 item 6: every command answers --help (exit 0, no database needed)
+// and its help names --json, the machine-readable form each one prints.
+TEST_F(CliTest, every_command_has_help_naming_json) {
+  for (const std::vector<std::string>& cmd :
+       std::vector<std::vector<std::string>>{{"migrate"},
+                                             {"executions", "list"},
+                                             {"executions", "show"},
+                                             {"dlq", "list"},
+                                             {"dlq", "replay"},
+                                             {"connector-dlq", "list"},
+                                             {"connector-dlq", "show"},
+                                             {"connector-dlq", "replay"},
+                                             {"connector-dlq", "purge"},
+                                             {"connectors", "status"},
+                                             {"shards"}}) {
+    std::vector<std::string> args = cmd;
+    args.push_back("--help");
+    std::string joined;
+    for (const auto& a : cmd) joined += a + " ";
+    EXPECT_EQ(raw(args), 0) << joined << err_.str();
+    EXPECT_NE(out_.str().find("--json"), std::string::npos) << joined << out_.str();
+  }
+  EXPECT_EQ(raw({"executions", "list", "--help"}), 0);
+  for (const char* filter : {"--workflow", "--status", "--start-source"}) {
+    EXPECT_NE(out_.str().find(filter), std::string::npos) << filter << out_.str();
+  }
+}
+
 }  // namespace
 }  // namespace harvest
