@@ -133,9 +133,17 @@ Result<Url> parse_url(const std::string& url) {
   }
   Url u;
   u.target = slash == std::string::npos ? "/metrics" : rest.substr(slash);
-  const size_t colon = authority.rfind(':');
+  // host, host:port, [v6], [v6]:port
+  const size_t bracket = authority.rfind(']');
+  size_t colon = authority.rfind(':');
+  if (bracket != std::string::npos && colon != std::string::npos && colon < bracket) {
+    colon = std::string::npos;
+  }
   u.host = authority.substr(0, colon);
   u.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+  if (u.host.size() > 2 && u.host.front() == '[' && u.host.back() == ']') {
+    u.host = u.host.substr(1, u.host.size() - 2);
+  }
   if (u.host.empty() || u.port.empty()) return bad(fmt::format("metrics URL {} has no host", url));
   return u;
 }
@@ -231,14 +239,14 @@ Result<std::string> http_get(const std::string& url, const std::string& token,
   ioc.run_for(timeout + std::chrono::milliseconds(100));
   if (!ioc.stopped()) {
     return fail(
-        Error::unavailable(fmt::format("{}: no answer within {} ms", url, timeout.count())));
+        Error::transient_error(fmt::format("{}: no answer within {} ms", url, timeout.count())));
   }
   if (failure) {
-    return fail(Error::unavailable(fmt::format("{}: {}", url, failure.message())));
+    return fail(Error::transient_error(fmt::format("{}: {}", url, failure.message())));
   }
   const auto& res = parser.get();
   if (res.result_int() != 200) {
-    return fail(Error::unavailable(fmt::format("{}: HTTP {}", url, res.result_int())));
+    return fail(Error::transient_error(fmt::format("{}: HTTP {}", url, res.result_int())));
   }
   return res.body();
 }

@@ -6,7 +6,11 @@
 // order dead-lettered, lag 3).
 #include "cli/connectors_status.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -74,6 +78,29 @@ TEST(ConnectorsStatusParse, MalformedSampleNamesItsLine) {
   auto open = parse_connector_status("harvest_connector_lag{source=\"x} 1\n");
   ASSERT_FALSE(open);
   EXPECT_NE(open.error().message.find("line 1"), std::string::npos) << open.error().message;
+}
+
+// A peer that accepts the connection (the kernel completes it from the
+// listen backlog) and never answers: the read must end at the timeout.
+TEST(ConnectorsStatusHttp, ASilentPeerEndsAtTheTimeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/metrics";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = http_get(url, "", 300ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ::close(fd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kTransient) << r.error().message;
+  EXPECT_NE(r.error().message.find(url), std::string::npos) << r.error().message;
+  EXPECT_LT(took, 5s) << "bounded by the 300 ms timeout";
 }
 
 int cli(const std::vector<std::string>& args, std::string& out, std::string& err) {
