@@ -125,7 +125,7 @@ elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
 rand_s() { awk -v lo="$1" -v hi="$2" -v r="$RANDOM" 'BEGIN { printf "%.1f", lo + (hi - lo) * r / 32767 }'; }
 max_of() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
 
-PG_PORT="$(free_port 47432)"
+PG_PORT="$(free_port 27432)"
 start_pg "$PG_DIR" "$PG_PORT"
 PG_ADMIN="postgresql://harvest@127.0.0.1:$PG_PORT/postgres"
 echo "chaos: PostgreSQL on 127.0.0.1:$PG_PORT, logs in $LOGS" >&2
@@ -145,7 +145,7 @@ fresh_database() {
 # partitions of the next for a session timeout.
 fresh_broker() {
   if ((KAFKA_UP)); then scripts/services/kafka.sh stop >/dev/null 2>&1; fi
-  HARVEST_KAFKA_PORT="$(free_port 47092)"
+  HARVEST_KAFKA_PORT="$(free_port 27092)"
   export HARVEST_KAFKA_PORT
   KAFKA_UP=1
   eval "$(scripts/services/kafka.sh start 2>>"$LOGS/kafka-service.log")"
@@ -155,7 +155,7 @@ fresh_broker() {
 
 ensure_sqs() {
   ((SQS_UP)) && return 0
-  HARVEST_SQS_PORT="$(free_port 47324)"
+  HARVEST_SQS_PORT="$(free_port 27324)"
   export HARVEST_SQS_PORT
   SQS_UP=1
   eval "$(scripts/services/sqs.sh start 2>>"$LOGS/sqs-service.log")"
@@ -164,13 +164,16 @@ ensure_sqs() {
 
 # start_app NAME [VAR=value...] -- COMMAND...: an app process, logged to NAME.log.
 start_app() {
-  local name=$1 port
+  local name=$1
   shift
   local envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
-  port=$(free_port $((30000 + RANDOM % 20000)))
-  env "${envs[@]}" HARVEST_HTTP_PORT="$port" "$@" >>"$LOGS/$SCENARIO.$name.log" 2>&1 &
+  # Port 0: the app's API binds a port the kernel picks. A port chosen here
+  # could be taken before the app binds it (the probe sees listeners only,
+  # not another process's outgoing connection on that local port), and the
+  # app then exits "Address already in use": a kill with no resume.
+  env "${envs[@]}" HARVEST_HTTP_PORT=0 "$@" >>"$LOGS/$SCENARIO.$name.log" 2>&1 &
   APPS[$name]=$!
 }
 
