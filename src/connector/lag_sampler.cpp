@@ -30,7 +30,10 @@ void LagSampler::maybe_sample() {
   cv_.notify_all();
   const bool finished =
       clock_->wait_until(lock, cv_, clock_->now() + interval_, {}, [&] { return epoch_ != epoch; });
-  if (!finished) {
+  // Abandoned either way: the pass stopped waiting, or the sample itself gave
+  // up at its deadline (the broker could not answer in time) and finished
+  // just as the wait ended.
+  if (!finished || abandoned_) {
     log::warn(
         "binding '{}': connector lag sample exceeded its budget of {} ms and was abandoned; "
         "widen lag_sample_interval or reduce what a sample costs",
@@ -60,6 +63,8 @@ void LagSampler::loop(std::stop_token st) {
     // pass: its value must not reach the gauge.
     const bool in_budget = clock_->now() <= deadline;
     value_ = (r && in_budget) ? *r : std::nullopt;
+    // std::nullopt from the source means it could not answer by the deadline.
+    abandoned_ = r && !value_;
     if (!r) log::warn("binding '{}': lag sample failed: {}", binding_, r.error().describe());
     epoch_ = epoch + 1;
     cv_.notify_all();

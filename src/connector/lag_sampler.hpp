@@ -1,7 +1,8 @@
 // Budgeted lag sampling for one binding (CON-13). `maybe_sample` (the
 // consumer thread, once per pass) asks the sampler thread for a sample when
 // one is due and waits at most one interval for it; a sample that overruns
-// is abandoned — logged, its value never reaches the gauge — and the next one
+// is abandoned — logged, its value never reaches the gauge — as is one the
+// source itself gave up at its deadline; the next one
 // is due a full interval after the abandoned one completes. All times come
 // from the injected `Clock`.
 //
@@ -49,6 +50,7 @@ class LagSampler {
   bool running_ = false;
   uint64_t epoch_ = 0;  // completed samples
   std::optional<int64_t> value_;
+  bool abandoned_ = false;  // the last sample ran out of its budget
   Clock::time_point next_due_{};
   std::jthread thread_;
 };

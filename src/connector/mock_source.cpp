@@ -70,6 +70,12 @@ MockSource& MockSource::fixed_lag(std::optional<int64_t> lag) {
   return *this;
 }
 
+MockSource& MockSource::lag_unanswered(bool unanswered) {
+  std::lock_guard lock(mu_);
+  lag_unanswered_ = unanswered;
+  return *this;
+}
+
 MockSource& MockSource::abandon_redelivers(bool redelivers) {
   std::lock_guard lock(mu_);
   redelivers_ = redelivers;
@@ -221,7 +227,7 @@ Result<std::optional<int64_t>> MockSource::lag(std::chrono::steady_clock::time_p
   }
   if (delay.count() > 0) (void)clock->sleep_for(delay);  // plays a slow broker
   std::lock_guard lock(mu_);
-  if (clock->now() > deadline) return std::optional<int64_t>{};
+  if (lag_unanswered_ || clock->now() > deadline) return std::optional<int64_t>{};
   if (fixed_lag_) return fixed_lag_;
   int64_t owed = 0;
   if (kind_ == Kind::kRedelivering) {

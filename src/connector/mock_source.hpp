@@ -59,6 +59,9 @@ class MockSource final : public EventSource {
   // (ConnectorRuntimeConfig::clock). Default: the process clock.
   MockSource& clock(std::shared_ptr<Clock> clock);
   MockSource& fixed_lag(std::optional<int64_t> lag);
+  // lag() answers at once that the broker could not answer in time
+  // (std::nullopt), as a source does when its broker calls time out.
+  MockSource& lag_unanswered(bool unanswered);
   // Overrides what abandon_redelivers() reports (default: by kind).
   MockSource& abandon_redelivers(bool redelivers);
 
@@ -105,6 +108,7 @@ class MockSource final : public EventSource {
   std::chrono::milliseconds lag_delay_{0};
   std::shared_ptr<Clock> clock_ = Clock::steady();
   std::optional<int64_t> fixed_lag_;
+  bool lag_unanswered_ = false;
   std::optional<bool> redelivers_;
   int recoveries_ = 0;
   int recover_attempts_ = 0;

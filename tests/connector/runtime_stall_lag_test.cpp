@@ -186,6 +186,24 @@ TEST_F(ConnectorTest, an_over_budget_lag_sample_is_abandoned_and_the_next_waits_
       << "an in-budget sample reaches the gauge";
 }
 
+// A sample the source itself gives up at its deadline (its broker could not
+// answer in time) is reported as abandoned even when it returns before the
+// pass stops waiting: the operator must hear about it either way.
+TEST_F(ConnectorTest, a_sample_the_source_gives_up_is_reported_as_abandoned) {
+  log::LogCapture capture;
+  ConnectorRuntimeConfig config;
+  config.lag_sample_interval = 5s;  // far beyond the answer: the pass sees it finish
+  auto source = std::make_shared<MockSource>("orders.placed");
+  source->fixed_lag(9).lag_unanswered(true);
+  auto rt = runtime(order_binding(), source, config);
+  metrics_->set_gauge(metrics::kConnectorLag, {{"source", "orders"}}, -1);
+  ASSERT_TRUE(rt->run_once());
+  EXPECT_EQ(source->lag_calls(), 1);
+  EXPECT_EQ(capture.count_containing("lag sample exceeded its budget of 5000 ms"), 1u);
+  EXPECT_EQ(metrics_->gauge(metrics::kConnectorLag, {{"source", "orders"}}), -1)
+      << "an abandoned sample leaves the gauge alone";
+}
+
 // CON-13, issue 13 item 9: lag is sampled before the stall check, so a
 // wedged binding keeps reporting what it owes while it pulls nothing more.
 TEST_F(ConnectorTest, a_wedged_binding_keeps_reporting_its_lag) {
