@@ -44,10 +44,8 @@ void RunState::record(const std::string& kind, const std::string& name, const Js
     throw std::runtime_error(
         fmt::format("cannot record {} '{}': {}", kind, name, ok.error().message));
   }
-  auto conn = engine_.pool(shard_).acquire();
-  if (!conn) throw HistoryUnavailable{conn.error()};
   RecordedOp op{kind, name, payload};
-  if (auto r = ExecutionStore(**conn).record_op(fence(), cursor_, op); !r) {
+  if (auto r = writer_.record(fence(), cursor_, op); !r) {
     // kConflict: another holder took the lease or wrote this position first.
     if (r.error().kind == ErrorKind::kConflict) throw LeaseLost{};
     if (is_permanent(r.error())) {

@@ -104,6 +104,15 @@ struct ListedExecution {
   ExecutionSummary summary;
 };
 
+// One write of a run's history in a group commit (ExecutionStore::write_batch):
+// the result of operation `op_seq` (`op`), or a plain completion (`output`).
+struct RunWrite {
+  Fence fence;
+  int op_seq = 0;
+  std::optional<RecordedOp> op;  // set: a record; unset: a completion
+  Json output;
+};
+
 struct CompletedRun {
   bool completed = false;  // false: the fence no longer held
   // The next run of an entity that completed with unread signals, and how
@@ -196,6 +205,14 @@ class ExecutionStore {
   // starts its next run with those signals (`next_run`).
   [[nodiscard]] Result<CompletedRun> complete(const Fence& fence, const Json& output,
                                               bool entity_reuse);
+  // Group commit of run writes, at most one per run: records and plain
+  // (non-entity) completions of many runs in one implicit transaction of one
+  // round trip. The rows are locked first, in id order, so concurrent
+  // batches and lease renewals never deadlock. Per write: true when it took
+  // effect; false when its fence no longer held (a record: or another holder
+  // wrote its position) — the lease is lost. The outer error is the batch's:
+  // nothing was written.
+  [[nodiscard]] Result<std::vector<bool>> write_batch(std::span<const RunWrite> writes);
   [[nodiscard]] Result<bool> retry_later(const Fence& fence, const std::string& error,
                                          std::chrono::milliseconds backoff, int attempt);
   // Records the failure and puts the run in the engine's dead letters.

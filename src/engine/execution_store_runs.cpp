@@ -3,6 +3,8 @@
 // the claim's lease token.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "common/ids.hpp"
 #include "engine/execution_store.hpp"
 
@@ -227,6 +229,82 @@ Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& ou
   return out;
 }
 
+// The batch travels as jsonb (see execution_store_starts.cpp), its length
+// as a LIMIT for the planner. Payloads and outputs travel as text so a JSON
+// null stays a jsonb null rather than becoming SQL NULL.
+constexpr const char* kLockBatch =
+    "SELECT id FROM harvest_workflow_executions WHERE id = ANY($1::uuid[]) ORDER BY id "
+    "FOR NO KEY UPDATE";
+
+constexpr const char* kRecordBatch =
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS "
+    "  t(id uuid, lease text, seq int, kind text, name text, payload text) LIMIT $2) "
+    "INSERT INTO harvest_workflow_events (execution_id, op_seq, kind, name, payload) "
+    "SELECT i.id, i.seq, i.kind, i.name, i.payload::jsonb FROM items i "
+    "WHERE EXISTS (SELECT 1 FROM harvest_workflow_executions e WHERE e.id = i.id "
+    "  AND e.lease_owner = i.lease AND e.status = 'running') "
+    "ORDER BY i.id ON CONFLICT (execution_id, op_seq) DO NOTHING RETURNING execution_id::text";
+
+constexpr const char* kCompleteBatch =
+    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS "
+    "  t(id uuid, lease text, output text) LIMIT $2), "
+    "done AS (UPDATE harvest_workflow_executions e SET status = 'completed', "
+    "  output = i.output::jsonb, completed_at = now(), lease_owner = NULL, "
+    "  lease_expires_at = NULL, updated_at = now() FROM items i "
+    "  WHERE e.id = i.id AND e.lease_owner = i.lease AND e.status = 'running' "
+    "  RETURNING e.id, e.output) "
+    "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+    "SELECT id, 'WorkflowCompleted', output FROM done ORDER BY id RETURNING execution_id::text";
+
+Result<std::vector<bool>> ExecutionStore::write_batch(std::span<const RunWrite> writes) {
+  std::vector<bool> out(writes.size(), false);
+  if (writes.empty()) return out;
+  std::vector<std::string> ids;
+  Json records = Json::array();
+  Json completions = Json::array();
+  for (const auto& w : writes) {
+    ids.push_back(w.fence.execution_id);
+    if (w.op) {
+      records.push_back({{"id", w.fence.execution_id},
+                         {"lease", w.fence.lease},
+                         {"seq", w.op_seq},
+                         {"kind", w.op->kind},
+                         {"name", w.op->name},
+                         {"payload", w.op->payload.dump()}});
+    } else {
+      completions.push_back(
+          {{"id", w.fence.execution_id}, {"lease", w.fence.lease}, {"output", w.output.dump()}});
+    }
+  }
+  std::vector<store::Statement> statements{{kLockBatch, {text_array(ids)}, true, true}};
+  const size_t record_at = statements.size();
+  if (!records.empty()) {
+    statements.push_back(
+        {kRecordBatch, {records.dump(), std::to_string(records.size())}, true, true});
+  }
+  const size_t complete_at = statements.size();
+  if (!completions.empty()) {
+    statements.push_back(
+        {kCompleteBatch, {completions.dump(), std::to_string(completions.size())}, true, true});
+  }
+  auto r = conn_.exec_pipeline(statements);
+  if (!r) return fail(r.error());
+  std::set<std::string> recorded;
+  std::set<std::string> completed;
+  if (!records.empty()) {
+    for (int i = 0; i < (*r)[record_at].rows(); ++i) recorded.insert((*r)[record_at].get(i, 0));
+  }
+  if (!completions.empty()) {
+    for (int i = 0; i < (*r)[complete_at].rows(); ++i) {
+      completed.insert((*r)[complete_at].get(i, 0));
+    }
+  }
+  for (size_t i = 0; i < writes.size(); ++i) {
+    out[i] = (writes[i].op ? recorded : completed).contains(writes[i].fence.execution_id);
+  }
+  return out;
+}
+
 Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& error,
                                          std::chrono::milliseconds backoff, int attempt) {
   auto r = conn_.exec(
@@ -293,8 +371,11 @@ Status ExecutionStore::renew_leases(const std::vector<std::string>& tokens,
                                     std::chrono::milliseconds lease) {
   if (tokens.empty()) return {};
   auto r = conn_.exec(
-      "UPDATE harvest_workflow_executions SET lease_expires_at = now() + $2 * interval "
-      "'1 millisecond' WHERE lease_owner = ANY($1::text[]) AND status = 'running'",
+      // Locks in id order, as write_batch does: the two never deadlock.
+      "WITH l AS (SELECT id FROM harvest_workflow_executions WHERE lease_owner = ANY($1::text[]) "
+      "AND status = 'running' ORDER BY id FOR NO KEY UPDATE) "
+      "UPDATE harvest_workflow_executions e SET lease_expires_at = now() + $2 * interval "
+      "'1 millisecond' FROM l WHERE e.id = l.id",
       {text_array(tokens), ms(lease)});
   if (!r) return fail(r.error());
   return {};

@@ -19,8 +19,9 @@ namespace {
 // lookups are scalar subqueries on unique keys for the same reason: each is
 // one index probe per item whatever the statistics say.
 // The WorkflowStarted payload's trace member, for items that carry one.
-#define HARVEST_WITH_TRACE \
-  "|| CASE WHEN f.trace IS NULL THEN jsonb_build_object() ELSE jsonb_build_object('trace', f.trace) END"
+#define HARVEST_WITH_TRACE                                                                   \
+  "|| CASE WHEN f.trace IS NULL THEN jsonb_build_object() ELSE jsonb_build_object('trace', " \
+  "f.trace) END"
 
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "

@@ -10,6 +10,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/execution_store.hpp"
+#include "engine/history_writer.hpp"
 
 namespace harvest::engine {
 
@@ -32,9 +33,10 @@ struct HistoryUnavailable {
 
 class RunState {
  public:
-  // Keeps a reference to `engine`; `run` is the claim (history included).
-  RunState(Engine& engine, size_t shard, ClaimedRun run)
-      : engine_(engine), shard_(shard), run_(std::move(run)) {}
+  // Keeps references to `engine` and `writer` (the shard's group commit of
+  // history); `run` is the claim (history included).
+  RunState(Engine& engine, size_t shard, HistoryWriter& writer, ClaimedRun run)
+      : engine_(engine), shard_(shard), writer_(writer), run_(std::move(run)) {}
 
   Engine& engine() { return engine_; }
   [[nodiscard]] const ClaimedRun& run() const { return run_; }
@@ -54,6 +56,7 @@ class RunState {
  private:
   Engine& engine_;
   size_t shard_;
+  HistoryWriter& writer_;
   ClaimedRun run_;
   int cursor_ = 0;
   std::map<std::string, long long> last_signal_id_;  // per signal name, consumed so far

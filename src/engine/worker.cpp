@@ -43,6 +43,9 @@ Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(s
   if (!instance.empty()) own_prefix_ = instance + "@";
   if (config_.concurrency < 1) config_.concurrency = 1;
   if (config_.claim_batch == 0) config_.claim_batch = 2 * static_cast<size_t>(config_.concurrency);
+  for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
+    writers_.push_back(std::make_unique<HistoryWriter>(engine_.pool(shard)));
+  }
 }
 
 Worker::~Worker() {
@@ -220,7 +223,7 @@ void Worker::fail_attempt(size_t shard, const ClaimedRun& run,
 
 void Worker::execute(Claimed c) {
   const size_t shard = c.shard;
-  RunState state(engine_, shard, std::move(c.run));
+  RunState state(engine_, shard, *writers_.at(shard), std::move(c.run));
   const ClaimedRun& run = state.run();
   // Every line this thread logs while the run executes, harvest's and the
   // workflow's own, names the producer's trace.
@@ -243,12 +246,23 @@ void Worker::execute(Claimed c) {
       return;
     }
     CompletedRun completion;
-    auto done = settle(shard, run, [&](ExecutionStore& s) -> Result<bool> {
-      auto c = s.complete(fence, output, run.entity_reuse);
-      if (!c) return fail(c.error());
-      completion = std::move(*c);
-      return completion.completed;
-    });
+    Result<bool> done = false;
+    if (run.entity_reuse) {
+      // An entity run may hand unread signals to its next run: its own path.
+      done = settle(shard, run, [&](ExecutionStore& s) -> Result<bool> {
+        auto c = s.complete(fence, output, run.entity_reuse);
+        if (!c) return fail(c.error());
+        completion = std::move(*c);
+        return completion.completed;
+      });
+    } else {
+      forget(run.lease);
+      done = writers_.at(shard)->complete(fence, output);
+      if (!done) {
+        log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses",
+                  run.id, done.error().describe());
+      }
+    }
     if (!done && is_permanent(done.error())) {
       failed("cannot record the workflow's output: " + done.error().message);
       return;

@@ -33,6 +33,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/execution_store.hpp"
+#include "engine/history_writer.hpp"
 
 namespace harvest::engine {
 
@@ -123,6 +124,8 @@ class Worker {
   // Per shard: where the runnable scan starts (ExecutionStore::claim). Under mu_.
   std::map<size_t, std::optional<long long>> cursors_;
   std::atomic<int> crashed_{0};
+  // Per shard: the group commit of this worker's run histories.
+  std::vector<std::unique_ptr<HistoryWriter>> writers_;
 };
 
 }  // namespace harvest::engine

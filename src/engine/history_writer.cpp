@@ -1,0 +1,106 @@
+#include "engine/history_writer.hpp"
+
+#include <algorithm>
+
+namespace harvest::engine {
+
+HistoryWriter::HistoryWriter(store::Pool& pool, size_t max_batch)
+    : pool_(pool), max_batch_(std::max<size_t>(1, max_batch)) {}
+
+Status HistoryWriter::record(const Fence& fence, int op_seq, const RecordedOp& op) {
+  auto r = submit(RunWrite{.fence = fence, .op_seq = op_seq, .op = op, .output = {}});
+  if (!r) return fail(r.error());
+  if (!*r) return fail(Error::conflict("the run's lease is held by another worker"));
+  return {};
+}
+
+Result<bool> HistoryWriter::complete(const Fence& fence, const Json& output) {
+  return submit(RunWrite{.fence = fence, .op_seq = 0, .op = std::nullopt, .output = output});
+}
+
+size_t HistoryWriter::writes() const {
+  std::lock_guard lock(mu_);
+  return writes_;
+}
+
+size_t HistoryWriter::commits() const {
+  std::lock_guard lock(mu_);
+  return commits_;
+}
+
+size_t HistoryWriter::waiting() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+Result<bool> HistoryWriter::submit(RunWrite write) {
+  Pending mine{std::move(write), std::nullopt};
+  std::unique_lock lock(mu_);
+  queue_.push_back(&mine);
+  while (!mine.outcome) {
+    if (committing_) {
+      cv_.wait(lock);
+      continue;
+    }
+    // No commit under way: this thread commits for everyone waiting.
+    committing_ = true;
+    std::vector<Pending*> batch;
+    while (!queue_.empty() && batch.size() < max_batch_) {
+      batch.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    lock.unlock();
+    commit(batch);
+    lock.lock();
+    writes_ += batch.size();
+    ++commits_;
+    committing_ = false;
+    cv_.notify_all();
+  }
+  return std::move(*mine.outcome);
+}
+
+Result<bool> HistoryWriter::write_one(ExecutionStore& store, const RunWrite& w) {
+  if (!w.op) {
+    auto c = store.complete(w.fence, w.output, /*entity_reuse=*/false);
+    if (!c) return fail(c.error());
+    return c->completed;
+  }
+  auto s = store.record_op(w.fence, w.op_seq, *w.op);
+  if (s) return true;
+  if (s.error().kind == ErrorKind::kConflict) return false;
+  return fail(s.error());
+}
+
+void HistoryWriter::commit(const std::vector<Pending*>& batch) {
+  const auto all = [&](const Result<bool>& r) {
+    for (auto* p : batch) p->outcome = r;
+  };
+  try {
+    auto conn = pool_.acquire();
+    if (!conn) return all(fail(conn.error()));
+    ExecutionStore store(**conn);
+    if (batch.size() == 1) {
+      batch.front()->outcome = write_one(store, batch.front()->write);
+      return;
+    }
+    std::vector<RunWrite> writes;
+    writes.reserve(batch.size());
+    for (auto* p : batch) writes.push_back(p->write);
+    auto r = store.write_batch(writes);
+    if (r) {
+      for (size_t i = 0; i < batch.size(); ++i) batch[i]->outcome = (*r)[i];
+      return;
+    }
+    if (!is_permanent(r.error())) return all(fail(r.error()));
+    // Refused as a whole: find the write at fault by writing them one by one.
+    for (auto* p : batch) p->outcome = write_one(store, p->write);
+  } catch (const std::exception& e) {
+    for (auto* p : batch) {
+      if (!p->outcome)
+        p->outcome = fail(Error::internal(std::string("history write: ") + e.what()));
+    }
+  }
+}
+
+}  // namespace harvest::engine
