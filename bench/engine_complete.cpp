@@ -1,5 +1,5 @@
 // Worker throughput: N one-step runs started in batches of 256, then a
-// worker (concurrency 8) in the same process completes them; runs/s from the
+// worker (concurrency 32) in the same process completes them; runs/s from the
 // worker's start to the last completion, checked in PostgreSQL.
 //   HARVEST_DATABASE_URL=... bench_engine_complete [runs=20000]
 #include <fmt/format.h>
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     return c ? c->get_int(0, "n") : -1;
   };
   const auto t0 = std::chrono::steady_clock::now();
-  Worker worker(**engine, {.concurrency = 8});
+  Worker worker(**engine, {.concurrency = 32});
   worker.start();
   while (calls.load() < n || completed() < n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -11,7 +11,9 @@
 //   group's commit and the executions in PostgreSQL are then checked to
 //   cover every record). KafkaSource's default read-ahead.
 //   Latency column: dispatch (map → durable start committed), per record.
-// - completed: as above with a worker (concurrency 8) in the same process;
+// - completed: as above with a worker (concurrency 32: a one-step run mostly
+//   waits on PostgreSQL, and the shard's group commit batches as many writes as
+//   run threads wait) in the same process;
 //   the clock stops when the last one-step run has completed.
 // - --backlog N: one drain of N records in a process of its own, reporting
 //   peak RSS (VmHWM).
@@ -333,7 +335,7 @@ double drain(const std::string& bootstrap, kafka::testing::TestBroker& broker,
   std::unique_ptr<engine::Worker> worker;
   const long long calls_before = ingest_calls.load();
   if (complete) {
-    worker = std::make_unique<engine::Worker>(engine, engine::WorkerConfig{.concurrency = 8});
+    worker = std::make_unique<engine::Worker>(engine, engine::WorkerConfig{.concurrency = 32});
     worker->start();
   }
   double peak_rss = 0;

@@ -1,5 +1,6 @@
 // SQS → durable start: messages/s through SqsSource and the connector runtime
-// (receive batches of 10, max_in_flight 16, DeleteMessageBatch acks) into
+// (receive batches of 10, max_in_flight 16, DeleteMessageBatch acks, with and
+// without receive-ahead) into
 // PostgreSQL, with p50/p99 dispatch latency (map → durable start committed)
 // and RSS. Each case pre-fills its own fresh queue with SendMessageBatch and
 // times the runtime draining it. A first row drains a queue with bare
@@ -62,7 +63,7 @@ Result<std::pair<std::string, double>> filled_queue(sqs::SqsClient& client, cons
 }
 
 void print_row(const std::string& label, size_t msgs, double secs, std::vector<double> lat_us) {
-  fmt::print("{:<30} {:>7} {:>9.0f} {:>8.2f} {:>8.2f} {:>8.1f}\n", label, msgs, msgs / secs,
+  fmt::print("{:<42} {:>7} {:>9.0f} {:>8.2f} {:>8.2f} {:>8.1f}\n", label, msgs, msgs / secs,
              bench::percentile_ms(lat_us, 0.5), bench::percentile_ms(lat_us, 0.99),
              bench::rss_mib());
 }
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("SQS endpoint {}, {} messages per case, ~1 KB bodies\n", (*client)->endpoint(), n);
-  fmt::print("{:<30} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "case", "msgs", "msgs/s", "p50 ms", "p99 ms",
+  fmt::print("{:<42} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "case", "msgs", "msgs/s", "p50 ms", "p99 ms",
              "RSS MiB");
 
   const std::string run = std::to_string(std::time(nullptr));
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", q.error().describe());
       return 1;
     }
-    fmt::print("{:<30} {:>7} {:>9.0f}\n", "SendMessageBatch (pre-fill)", n, q->second);
+    fmt::print("{:<42} {:>7} {:>9.0f}\n", "SendMessageBatch (pre-fill)", n, q->second);
     size_t drained = 0;
     std::vector<double> lat;
     auto t0 = SteadyClock::now();
@@ -132,8 +133,13 @@ int main(int argc, char** argv) {
     (void)(*client)->delete_queue(q->first);  // best effort: a bench leaves no queues behind
   }
 
-  for (size_t max_batch : {10, 100}) {
-    const std::string name = fmt::format("bench-sqs-{}-{}", max_batch, run);
+  struct Variant {
+    size_t max_batch;
+    bool ahead;
+  };
+  for (const auto [max_batch, ahead] :
+       {Variant{10, true}, Variant{10, false}, Variant{100, true}}) {
+    const std::string name = fmt::format("bench-sqs-{}-{}-{}", max_batch, ahead, run);
     auto q = filled_queue(**client, name, n);
     if (!q) {
       fmt::print(stderr, "{}\n", q.error().describe());
@@ -146,7 +152,9 @@ int main(int argc, char** argv) {
     });
     binding->max_in_flight(16);
     auto source = std::make_shared<sqs::SqsSource>(
-        *client, sqs::SqsSourceConfig(q->first).stream("events").visibility_timeout_secs(60));
+        *client,
+        sqs::SqsSourceConfig(q->first).stream("events").visibility_timeout_secs(60).receive_ahead(
+            ahead));
     ConnectorRuntime rt(binding, source, **engine, metrics, IdempotencyMode::kAuto,
                         ConnectorRuntimeConfig{.max_batch = max_batch});
     rt.with_dead_letter_sink(std::make_shared<RecordingDeadLetterSink>());
@@ -168,7 +176,9 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
     auto lat = metrics->observations(metrics::kConnectorDispatchSeconds, {{"source", name}});
     for (auto& v : lat) v *= 1e6;  // µs for percentile_ms
-    print_row(fmt::format("harvest, max_batch {:>3}", max_batch), acked, secs, lat);
+    print_row(
+        fmt::format("harvest, max_batch {:>3}{}", max_batch, ahead ? "" : ", receive-ahead off"),
+        acked, secs, lat);
     // Not timed: one execution per message, in PostgreSQL.
     auto db = store::Connection::open((*engine)->database_url());
     auto rows = db ? (*db)->exec(
@@ -180,7 +190,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "executions in PostgreSQL do not match the {} messages\n", n);
       return 1;
     }
-    if (max_batch == 10)
+    if (max_batch == 10 && ahead)
       bench::result_line("sqs_start", acked / secs, loop_rate, lat, bench::rss_mib());
     (void)(*client)->delete_queue(q->first);  // best effort, as above
   }

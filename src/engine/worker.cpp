@@ -267,6 +267,9 @@ void Worker::execute(Claimed c) {
       failed("cannot record the workflow's output: " + done.error().message);
       return;
     }
+    // Not recorded (transient: the lease lapses and it runs again) or the
+    // lease was taken over: whoever completes it counts it.
+    if (!done || !*done) return;
     if (completion.next_run) {
       log::info(
           "execution {} ({} '{}') completed with {} signal(s) unread; they go to its next "

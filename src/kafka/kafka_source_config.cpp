@@ -127,6 +127,12 @@ std::map<std::string, std::string> KafkaSourceConfig::effective_properties() con
   // on librdkafka's own thread, so a busy dispatch does not miss them; the
   // broker's floor (group.min.session.timeout.ms) is 6 s.
   out["session.timeout.ms"] = "10000";
+  // librdkafka's prefetch sits in front of the read-ahead (max_buffered_bytes)
+  // and is memory the process holds too: its defaults (64 MiB, 100,000
+  // messages) doubled a backlog drain's footprint for no throughput, since
+  // the read-ahead already covers seconds of dispatch. Defaults, not forced.
+  out["queued.max.messages.kbytes"] = "16384";
+  out["queued.min.messages"] = "10000";
   // Static membership: one member id per process and topic, so the same
   // process coming back is recognised as the member that left.
   if (const std::string id = effective_instance_id(); !id.empty()) {

@@ -41,9 +41,10 @@ class KafkaSourceConfig {
 
   // The read-ahead of `receive`: at most this many messages, and at most
   // `max_buffered_bytes` of payload, key and headers (defaults 100,000 and
-  // 64 MiB; 0 is floored to 1). When it is full the poller first stops
+  // 32 MiB; 0 is floored to 1). When it is full the poller first stops
   // consuming — librdkafka keeps what it prefetched, itself bounded by
-  // `queued.max.messages.kbytes` — and only if it stays full for a second
+  // `queued.max.messages.kbytes` (harvest's default 16 MiB, with
+  // `queued.min.messages` 10,000) — and only if it stays full for a second
   // pauses the partitions (which keeps the member in the group however long
   // dispatch takes, but makes librdkafka drop its prefetch and refetch on
   // resume). Fetching resumes when both bounds are at half. Read-ahead
@@ -106,7 +107,7 @@ class KafkaSourceConfig {
   std::string topic_;
   std::vector<std::pair<std::string, std::string>> properties_;
   size_t max_buffered_ = 100'000;
-  size_t max_buffered_bytes_ = size_t{64} << 20;
+  size_t max_buffered_bytes_ = size_t{32} << 20;
   std::chrono::milliseconds sync_timeout_{10'000};
   std::chrono::milliseconds close_timeout_{10'000};
   std::optional<std::string> instance_id_;

@@ -76,6 +76,10 @@ SqsSourceConfig& SqsSourceConfig::max_per_receive(int n) {
   max_per_receive_ = n;
   return *this;
 }
+SqsSourceConfig& SqsSourceConfig::receive_ahead(bool yes) {
+  receive_ahead_ = yes;
+  return *this;
+}
 SqsSourceConfig& SqsSourceConfig::endpoint(std::string url) {
   endpoint_ = std::move(url);
   return *this;
@@ -198,6 +202,27 @@ Message SqsSource::to_message(SqsMessage m) const {
   return out;
 }
 
+SqsSource::~SqsSource() {
+  if (!ahead_.valid()) return;
+  auto unread = ahead_.get();
+  if (!unread || unread->empty()) return;
+  std::vector<Message> messages;
+  for (auto& m : *unread) messages.push_back(to_message(std::move(m)));
+  if (auto released = abandon(messages); !released) {
+    log::warn(
+        "SQS queue {}: releasing {} received-ahead messages: {}; they reappear after their "
+        "visibility timeout",
+        config_.queue_url(), messages.size(), released.error().describe());
+  }
+}
+
+Result<std::vector<SqsMessage>> SqsSource::receive_call(size_t want, int wait_secs) const {
+  return client_->receive_message({.queue_url = config_.queue_url(),
+                                   .max_messages = static_cast<int>(want),
+                                   .wait_time_secs = wait_secs,
+                                   .visibility_timeout_secs = config_.visibility_timeout()});
+}
+
 Result<std::vector<Message>> SqsSource::receive(size_t max, std::chrono::milliseconds timeout) {
   std::vector<Message> out;
   if (max == 0) return out;
@@ -207,13 +232,25 @@ Result<std::vector<Message>> SqsSource::receive(size_t max, std::chrono::millise
   int wait = static_cast<int>(std::min<int64_t>(kMaxWaitSecs, (wait_ms + 999) / 1000));
   const size_t per_call = static_cast<size_t>(config_.receive_batch());
   out.reserve(std::min(max, size_t{100}));
-  while (out.size() < max) {
+  bool more = false;  // the last call came back full
+  if (ahead_.valid()) {
+    // The call sent ahead asked for at most per_call messages; when `max` is
+    // smaller the rest would have to be held, so it is only sent when the
+    // runtime asks for at least that many (see below).
+    auto batch = ahead_.get();
+    if (batch) {
+      more = batch->size() == per_call;
+      for (auto& m : *batch) out.push_back(to_message(std::move(m)));
+      if (!out.empty()) wait = 0;  // something to hand over: do not wait for more
+    } else {
+      log::warn("SQS queue {}: the receive-ahead call failed: {}", config_.queue_url(),
+                batch.error().describe());
+    }
+  }
+  const bool ahead_answered = !out.empty();
+  while (out.size() < max && (!ahead_answered || more)) {
     const size_t want = std::min(per_call, max - out.size());
-    auto batch =
-        client_->receive_message({.queue_url = config_.queue_url(),
-                                  .max_messages = static_cast<int>(want),
-                                  .wait_time_secs = wait,
-                                  .visibility_timeout_secs = config_.visibility_timeout()});
+    auto batch = receive_call(want, wait);
     if (!batch) {
       if (out.empty()) return fail(batch.error());
       // The messages already received are invisible now; returning an error
@@ -221,14 +258,21 @@ Result<std::vector<Message>> SqsSource::receive(size_t max, std::chrono::millise
       // let the next receive surface a persisting failure.
       log::warn("SQS queue {}: a follow-up ReceiveMessage failed after {} messages: {}",
                 config_.queue_url(), out.size(), batch.error().describe());
+      more = false;
       break;
     }
     const size_t got = batch->size();
     for (auto& m : *batch) out.push_back(to_message(std::move(m)));
     // A short answer means the queue has nothing more visible right now;
     // only the first call waits, so the batch is never held up by later ones.
-    if (got < want) break;
+    more = got == want;
+    if (!more) break;
     wait = 0;
+  }
+  if (config_.receives_ahead() && more && max >= per_call) {
+    // One second of long poll: an answer as soon as a message is visible,
+    // and a bounded wait in the destructor.
+    ahead_ = std::async(std::launch::async, [this, per_call] { return receive_call(per_call, 1); });
   }
   return out;
 }

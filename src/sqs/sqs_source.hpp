@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,14 @@ class SqsSourceConfig {
   SqsSourceConfig& has_redrive_policy(bool yes = true);
   // Messages asked for per ReceiveMessage call, 1..10. Default 10.
   SqsSourceConfig& max_per_receive(int n);
+  // Receive-ahead: after a receive whose last call came back full (the queue
+  // has more), the next ReceiveMessage is sent in the background while the
+  // runtime dispatches, and the next receive() starts from its answer — the
+  // broker and the database are busy at once. At most one call ahead, so
+  // at most `max_per_receive` extra messages are in flight (invisible) at a
+  // time; they are released (visibility 0) if the source is destroyed with
+  // them unread. Default true.
+  SqsSourceConfig& receive_ahead(bool yes);
   // Client settings used by `connect` (ignored by the constructor, which is
   // given a client): explicit endpoint URL, signing region, credentials.
   // Defaults: the ambient AWS configuration (see SqsClientConfig).
@@ -61,6 +70,7 @@ class SqsSourceConfig {
   [[nodiscard]] std::optional<int> visibility_timeout() const { return visibility_timeout_secs_; }
   [[nodiscard]] bool declares_redrive_policy() const { return has_redrive_policy_; }
   [[nodiscard]] int receive_batch() const { return max_per_receive_; }
+  [[nodiscard]] bool receives_ahead() const { return receive_ahead_; }
   // The client configuration `connect` builds from.
   [[nodiscard]] SqsClientConfig client_config() const;
 
@@ -73,6 +83,7 @@ class SqsSourceConfig {
   std::optional<int> visibility_timeout_secs_;
   bool has_redrive_policy_ = false;
   int max_per_receive_ = 10;
+  bool receive_ahead_ = true;
   std::optional<std::string> endpoint_;
   std::optional<std::string> region_;
   std::shared_ptr<CredentialsProvider> credentials_;
@@ -80,7 +91,8 @@ class SqsSourceConfig {
 
 // Thread-safety: as `EventSource` requires — receive/ack/abandon from the
 // runtime's consumer thread, `lag` concurrently from the lag sampler; the
-// source holds no mutable state and the client is thread-safe. Shared
+// only mutable state is the receive-ahead call, touched by receive() and the
+// destructor, and the client is thread-safe. Shared
 // (`shared_ptr`) between the application that builds it and the connector
 // runtime that consumes from it. The client is shared too and kept.
 class SqsSource final : public connector::EventSource {
@@ -97,6 +109,11 @@ class SqsSource final : public connector::EventSource {
   // when `config` declares `has_redrive_policy(true)`. Throws ConfigError for
   // a null client or an invalid config.
   SqsSource(std::shared_ptr<SqsClient> client, SqsSourceConfig config);
+  // Waits for a receive-ahead call still under way and releases what it
+  // received (ChangeMessageVisibility 0), so nothing waits out its timeout.
+  ~SqsSource() override;
+  SqsSource(const SqsSource&) = delete;
+  SqsSource& operator=(const SqsSource&) = delete;
 
   // Long-polls for up to `max` messages: WaitTimeSeconds = ceil(timeout),
   // capped at 20, on the first call only; further calls (10 messages each)
@@ -127,6 +144,8 @@ class SqsSource final : public connector::EventSource {
   SqsSource(std::shared_ptr<SqsClient> client, SqsSourceConfig config,
             std::optional<std::string> dead_letter_destination);
 
+  // One ReceiveMessage call of up to `want` messages.
+  [[nodiscard]] Result<std::vector<SqsMessage>> receive_call(size_t want, int wait_secs) const;
   // Converts one received SQS message.
   [[nodiscard]] connector::Message to_message(SqsMessage m) const;
   // Refuses messages this source did not receive (other coordinates or queue).
@@ -143,6 +162,8 @@ class SqsSource final : public connector::EventSource {
   SqsSourceConfig config_;
   std::string stream_;
   std::optional<std::string> dead_letter_destination_;
+  // The receive-ahead call under way, if any (consumer thread only).
+  std::future<Result<std::vector<SqsMessage>>> ahead_;
 };
 
 }  // namespace harvest::sqs

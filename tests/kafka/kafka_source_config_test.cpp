@@ -68,6 +68,16 @@ TEST(KafkaSourceConfigTest, auto_commit_is_forced_off_and_offset_reset_left_alon
   EXPECT_EQ(props.at("fetch.min.bytes"), "10");
   EXPECT_EQ(props.at("auto.offset.reset"), "earliest") << "harvest's default, not librdkafka's";
   EXPECT_EQ(props.at("session.timeout.ms"), "10000") << "a dead member is noticed within 10 s";
+  EXPECT_EQ(props.at("queued.max.messages.kbytes"), "16384") << "librdkafka's prefetch, bounded";
+  EXPECT_EQ(props.at("queued.min.messages"), "10000");
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t").max_buffered_bytes(), size_t{32} << 20)
+      << "the documented read-ahead default";
+  EXPECT_EQ(KafkaSourceConfig("a", "g", "t")
+                .property("queued.max.messages.kbytes", "65536")
+                .effective_properties()
+                .at("queued.max.messages.kbytes"),
+            "65536")
+      << "a default, not forced";
   EXPECT_EQ(KafkaSourceConfig("a", "g", "t")
                 .property("session.timeout.ms", "45000")
                 .effective_properties()

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "common/log.hpp"
 #include "scoped_env.hpp"
@@ -331,6 +333,88 @@ TEST_F(SqsSourceTest, abandoned_poison_moves_to_the_dlq_after_max_receive_count)
   auto lag = source.lag(std::chrono::steady_clock::now() + 5s);
   ASSERT_TRUE(lag);
   EXPECT_EQ(*lag, 0);
+}
+
+}  // namespace
+}  // namespace harvest::sqs
+
+namespace harvest::sqs {
+namespace {
+
+// Issue 11 item 4: receive-ahead overlaps the next ReceiveMessage with the
+// runtime's dispatch of the current batch.
+class SqsReceiveAheadTest : public testing::SqsServerTest {
+ protected:
+  long long visible(const std::string& queue) {
+    auto attrs = client()->get_queue_attributes(queue, {"ApproximateNumberOfMessages"});
+    EXPECT_TRUE(attrs) << attrs.error().message;
+    return attrs ? std::stoll(attrs->at("ApproximateNumberOfMessages")) : -1;
+  }
+  static std::string id_of(const connector::Message& m) {
+    return std::get<connector::SqsCoordinates>(m.coordinates).message_id;
+  }
+  bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return pred();
+  }
+};
+
+TEST_F(SqsReceiveAheadTest,
+       a_full_batch_sends_the_next_receive_ahead_and_every_message_arrives_once) {
+  auto queue = create_queue("ahead");
+  ASSERT_EQ(send_many(queue, 25).size(), 25u);
+  auto source =
+      std::make_shared<SqsSource>(client(), SqsSourceConfig(queue).visibility_timeout_secs(60));
+  std::set<std::string> ids;
+  auto first = source->receive(10, 2s);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_EQ(first->size(), 10u);
+  for (const auto& m : *first) ids.insert(id_of(m));
+  // Nothing else calls the queue: only the call sent ahead can take ten more.
+  ASSERT_TRUE(eventually([&] { return visible(queue) == 5; }))
+      << "visible: " << visible(queue) << " (the next batch was not received ahead)";
+  auto second = source->receive(10, 2s);
+  ASSERT_TRUE(second) << second.error().message;
+  ASSERT_EQ(second->size(), 10u) << "the next receive starts from the answer sent ahead";
+  for (const auto& m : *second) ids.insert(id_of(m));
+  auto third = source->receive(10, 2s);
+  ASSERT_TRUE(third) << third.error().message;
+  ASSERT_EQ(third->size(), 5u);
+  for (const auto& m : *third) ids.insert(id_of(m));
+  EXPECT_EQ(ids.size(), 25u) << "every message exactly once";
+  ASSERT_TRUE(source->ack(*first) && source->ack(*second) && source->ack(*third));
+  EXPECT_EQ(visible(queue), 0);
+}
+
+TEST_F(SqsReceiveAheadTest, destroying_the_source_releases_what_it_received_ahead) {
+  auto queue = create_queue("ahead-release");
+  ASSERT_EQ(send_many(queue, 15).size(), 15u);
+  {
+    auto source =
+        std::make_shared<SqsSource>(client(), SqsSourceConfig(queue).visibility_timeout_secs(600));
+    auto first = source->receive(10, 2s);
+    ASSERT_TRUE(first && first->size() == 10u);
+    ASSERT_TRUE(source->ack(*first));
+    ASSERT_TRUE(eventually([&] { return visible(queue) == 0; })) << "five received ahead";
+  }
+  // Released at visibility 0, not left invisible for the 600 s timeout.
+  EXPECT_TRUE(eventually([&] { return visible(queue) == 5; }))
+      << "visible after the source went: " << visible(queue);
+}
+
+TEST_F(SqsReceiveAheadTest, receive_ahead_can_be_turned_off) {
+  auto queue = create_queue("no-ahead");
+  ASSERT_EQ(send_many(queue, 25).size(), 25u);
+  auto source = std::make_shared<SqsSource>(
+      client(), SqsSourceConfig(queue).visibility_timeout_secs(60).receive_ahead(false));
+  auto first = source->receive(10, 2s);
+  ASSERT_TRUE(first && first->size() == 10u);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(visible(queue), 15) << "nothing received behind the caller's back";
 }
 
 }  // namespace
