@@ -26,15 +26,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
 std::string resolve_url(const std::string& flag) {
   if (!flag.empty()) return flag;
-  if (auto v = env("HARVEST_HARVEST_DATABASE_URL"); !v.empty()) return v;
-  return env("HARVEST_DATABASE_URL");
+  if (auto v = env_or("HARVEST_HARVEST_DATABASE_URL"); !v.empty()) return v;
+  return env_or("HARVEST_DATABASE_URL");
 }
 
 // Where the engine commands look: an explicit URL, the shard list, or (dev
@@ -267,8 +262,8 @@ int execute(Options& o, std::ostream& out, std::ostream& err) {
   // Reads running processes over HTTP; needs no database.
   if (o.connectors.parsed()) return run_connectors_status(o.connectors, o.json, out, err);
   Target target{resolve_url(o.url_flag),
-                split_list(o.shard_flag.empty() ? env("HARVEST_SHARD_URLS") : o.shard_flag)};
-  const bool dev = env("HARVEST_PROFILE") == "dev";
+                split_list(o.shard_flag.empty() ? env_or("HARVEST_SHARD_URLS") : o.shard_flag)};
+  const bool dev = env_or("HARVEST_PROFILE") == "dev";
   if (target.url.empty() && target.shard_urls.empty() && !(dev && !o.migrate_cmd->parsed())) {
     err << "error: no database: pass --database-url or set HARVEST_DATABASE_URL\n";
     return 2;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/output.hpp"
+#include "common/url.hpp"
 #include "common/version.hpp"
 
 namespace harvest::cli {
@@ -114,43 +115,24 @@ void apply(BindingStatus& b, Series series, double v) {
   }
 }
 
-struct Url {
+// What one metrics URL is read from: only plain http, and never with
+// credentials in it (they belong in --token; the URL is echoed in errors).
+struct MetricsUrl {
   std::string host, port, target;
 };
 
-Result<Url> parse_url(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (!std::string_view(url).starts_with(kScheme)) {
-    return bad(fmt::format("metrics URL {} is not http:// (https is not supported here)", url));
-  }
-  const std::string rest = url.substr(kScheme.size());
-  const size_t slash = rest.find('/');
-  const std::string authority = rest.substr(0, slash);
-  // Credentials belong in --token; the URL is echoed in errors, so refuse it
-  // without repeating what it holds.
-  if (authority.find('@') != std::string::npos) {
+Result<MetricsUrl> metrics_url(const std::string& url) {
+  auto u = parse_url(url);
+  if (!u) return fail(u.error());
+  if (u->has_userinfo) {
     return bad("metrics URL carries credentials (user@host); pass --token instead");
   }
-  Url u;
-  u.target = slash == std::string::npos ? "/metrics" : rest.substr(slash);
-  // host, host:port, [v6], [v6]:port
-  const size_t bracket = authority.rfind(']');
-  size_t colon = authority.rfind(':');
-  if (bracket != std::string::npos && colon != std::string::npos && colon < bracket) {
-    colon = std::string::npos;
+  if (u->scheme != "http") {
+    return bad(fmt::format("metrics URL {} is not http:// (https is not supported here)", url));
   }
-  u.host = authority.substr(0, colon);
-  u.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
-  if (u.host.size() > 2 && u.host.front() == '[' && u.host.back() == ']') {
-    u.host = u.host.substr(1, u.host.size() - 2);
-  }
-  if (u.host.empty() || u.port.empty()) return bad(fmt::format("metrics URL {} has no host", url));
-  return u;
-}
-
-std::string env_or(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : std::move(fallback);
+  return MetricsUrl{.host = u->host,
+                    .port = u->port.empty() ? "80" : u->port,
+                    .target = u->path_given ? u->target() : "/metrics"};
 }
 
 std::string number(double v) {
@@ -210,7 +192,7 @@ void merge_status(std::map<std::string, BindingStatus>& into,
 
 Result<std::string> http_get(const std::string& url, const std::string& token,
                              std::chrono::milliseconds timeout) {
-  auto u = parse_url(url);
+  auto u = metrics_url(url);
   if (!u) return fail(u.error());
   asio::io_context ioc;
   beast::tcp_stream stream(ioc);

@@ -1,6 +1,7 @@
 #include "cli/output.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace harvest::cli {
 
@@ -38,6 +39,11 @@ std::string one_line(std::string s, size_t max) {
 int fail_with(std::ostream& err, const Error& e) {
   err << "error: " << one_line(e.message, 2000) << "\n";
   return 1;
+}
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : std::move(fallback);
 }
 
 }  // namespace harvest::cli

@@ -18,6 +18,8 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
 [[nodiscard]] std::string or_dash(const std::optional<std::string>& v);
 // One line of at most `max` characters (errors can span lines).
 [[nodiscard]] std::string one_line(std::string s, size_t max);
+// The environment variable `name`, or `fallback` when it is unset or empty.
+[[nodiscard]] std::string env_or(const char* name, std::string fallback = {});
 // Prints `error: <message>` on one line; returns exit code 1.
 [[nodiscard]] int fail_with(std::ostream& err, const Error& e);
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <random>
 
 namespace harvest {
@@ -17,20 +18,44 @@ std::mt19937_64& rng() {
 }
 }  // namespace
 
-std::string new_uuid() {
+namespace {
+
+std::string format_uuid(const std::array<uint8_t, 16>& b) {
+  return fmt::format(
+      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
+      "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+      b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+      b[15]);
+}
+
+std::array<uint8_t, 16> random_bytes() {
   std::array<uint8_t, 16> b{};
   uint64_t hi = rng()(), lo = rng()();
   for (int i = 0; i < 8; ++i) {
     b[i] = static_cast<uint8_t>(hi >> (i * 8));
     b[8 + i] = static_cast<uint8_t>(lo >> (i * 8));
   }
+  return b;
+}
+
+}  // namespace
+
+std::string new_uuid() {
+  auto b = random_bytes();
   b[6] = (b[6] & 0x0f) | 0x40;  // version 4
   b[8] = (b[8] & 0x3f) | 0x80;  // RFC 4122 variant
-  return fmt::format(
-      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
-      "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-      b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-      b[15]);
+  return format_uuid(b);
+}
+
+std::string new_time_ordered_uuid() {
+  auto b = random_bytes();
+  const auto ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count());
+  for (int i = 0; i < 6; ++i) b[i] = static_cast<uint8_t>(ms >> (8 * (5 - i)));
+  b[6] = (b[6] & 0x0f) | 0x70;  // version 7
+  b[8] = (b[8] & 0x3f) | 0x80;  // RFC 9562 variant
+  return format_uuid(b);
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -8,6 +8,11 @@ namespace harvest {
 
 // A random (version 4) UUID in canonical text form.
 [[nodiscard]] std::string new_uuid();
+// A time-ordered (version 7, RFC 9562) UUID: 48 bits of Unix milliseconds,
+// then 74 random bits. Execution ids use it, so the btree indexes keyed on
+// them grow at their right edge instead of touching a random page per row.
+// Not for tokens cut to a prefix: the first 12 hex digits are the time.
+[[nodiscard]] std::string new_time_ordered_uuid();
 
 // Whether `s` is a UUID in canonical text form (8-4-4-4-12 hex digits).
 [[nodiscard]] bool is_uuid(std::string_view s);

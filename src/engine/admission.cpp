@@ -118,7 +118,7 @@ Result<StartOutcome> admit_throttled(store::Connection& conn, const WorkflowDef&
 
 NewExecution fired(const WorkflowDef& def, std::optional<std::string> workflow_id, Json input,
                    std::string source, std::optional<std::string> source_ref) {
-  return NewExecution{.id = new_uuid(),
+  return NewExecution{.id = new_time_ordered_uuid(),
                       .workflow = def.name,
                       .workflow_id = std::move(workflow_id),
                       .input = std::move(input),

@@ -137,7 +137,7 @@ Result<Engine::PreparedSignal> Engine::prepare_signal_with_start(
   if (!p.bad_input) {
     if (auto ok = check_json_storable(req.start_input); !ok) p.bad_input = ok.error().message;
   }
-  p.item = NewEntitySignal{.start = NewExecution{.id = new_uuid(),
+  p.item = NewEntitySignal{.start = NewExecution{.id = new_time_ordered_uuid(),
                                                  .workflow = def->name,
                                                  .workflow_id = req.workflow_id,
                                                  .input = req.start_input,

@@ -64,7 +64,7 @@ Result<Engine::PreparedStart> Engine::prepare_start(const StartRequest& req) con
   }
   PreparedStart p;
   p.def = def;
-  p.exec = NewExecution{.id = new_uuid(),
+  p.exec = NewExecution{.id = new_time_ordered_uuid(),
                         .workflow = def->name,
                         .workflow_id = req.workflow_id,
                         .input = req.input,

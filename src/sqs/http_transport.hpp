@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/url.hpp"
 
 namespace harvest::sqs {
 
@@ -73,19 +74,6 @@ class HttpTransport {
   std::mutex mu_;
   std::vector<std::unique_ptr<Handle>> idle_;  // guarded by mu_
 };
-
-// The parts of an absolute http(s) URL that signing and endpoint checks need.
-struct Url {
-  std::string scheme;  // "http" or "https", lower-case
-  std::string host;    // without brackets for IPv6 literals
-  std::string port;    // "" when the URL names none
-  std::string path;    // "/" when the URL has none; query and fragment dropped
-  // host[:port] as the Host header carries it (IPv6 literals bracketed).
-  [[nodiscard]] std::string authority() const;
-};
-
-// Parses `url`. Errors (kConfig): not http(s), no host, bad port.
-[[nodiscard]] Result<Url> parse_url(std::string_view url);
 
 // Percent-encodes `s` for an application/x-www-form-urlencoded body or a
 // query string (RFC 3986 unreserved characters pass through).

@@ -143,6 +143,13 @@ TEST_F(HistoryWriterTest, writes_queued_behind_a_commit_share_the_next_and_keep_
   EXPECT_EQ(writer.commits(), 2u) << "the eight queued writes shared one commit";
 }
 
+// Execution ids are time-ordered, so the indexes keyed on them (the
+// executions' primary key, the events' execution index) grow at one edge.
+TEST_F(HistoryWriterTest, execution_ids_are_time_ordered_uuids) {
+  auto runs = claimed(2);
+  for (const auto& r : runs) EXPECT_EQ(r.id.at(14), '7') << r.id;
+}
+
 TEST_F(HistoryWriterTest, a_lost_lease_is_a_conflict_for_a_record) {
   auto runs = claimed(1);
   HistoryWriter writer(engine_->pool());
