@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/log.hpp"
+
 namespace harvest::kafka::detail {
 
 ErrorKind kind_of(RdKafka::ErrorCode code) {
@@ -225,6 +227,33 @@ CallResult<std::map<int32_t, int64_t>> watermarks(RdKafka::Handle& handle, const
     out.emplace(tp->partition(), tp->offset());
   }
   return out;
+}
+
+bool close_consumer(RdKafka::KafkaConsumer& consumer,
+                    std::chrono::steady_clock::time_point deadline, const std::string& who) {
+  rd_kafka_t* rk = consumer.c_ptr();
+  std::unique_ptr<rd_kafka_queue_t, decltype(&rd_kafka_queue_destroy)> queue(
+      rd_kafka_queue_new(rk), &rd_kafka_queue_destroy);
+  if (rd_kafka_error_t* e = rd_kafka_consumer_close_queue(rk, queue.get()); e != nullptr) {
+    log::warn("{}: close: {}", who, rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return false;
+  }
+  constexpr int kSliceMs = 100;
+  while (rd_kafka_consumer_closed(rk) == 0) {
+    const int left = remaining_ms(deadline);
+    if (left == 0) {
+      log::warn(
+          "{}: the consumer had not finished closing by its close timeout (the broker is not "
+          "answering); releasing it, the group drops this member at its session timeout",
+          who);
+      return false;
+    }
+    // Serves what the close forwards here: rebalance callbacks (the final
+    // revocation and its commit), errors and logs.
+    rd_kafka_queue_poll_callback(queue.get(), std::min(left, kSliceMs));
+  }
+  return true;
 }
 
 }  // namespace harvest::kafka::detail

@@ -57,6 +57,18 @@ class TopicPartitions {
 // Milliseconds left until `deadline`, rounded up, at least 0.
 [[nodiscard]] int remaining_ms(std::chrono::steady_clock::time_point deadline);
 
+// Closes `consumer` (leaves the group, serving the callbacks the close
+// triggers on this thread) and waits for it at most until `deadline`.
+// consumer->close() waits without bound: against a broker that accepts
+// connections but never answers (a frozen process, a half-dead host) it
+// blocked for minutes. This goes through rd_kafka_consumer_close_queue
+// instead. Returns false when the close had not finished by the deadline; the
+// caller then destroys the handle without a further close (the C++ wrapper's
+// destructor does), and the group drops the member at its session timeout.
+[[nodiscard]] bool close_consumer(RdKafka::KafkaConsumer& consumer,
+                                  std::chrono::steady_clock::time_point deadline,
+                                  const std::string& who);
+
 // Commits `offsets` (next offset to read, per partition of `topic`) and waits
 // for the broker's answer at most `timeout`. Unlike commitSync, whose wait is
 // unbounded, this goes through rd_kafka_commit_queue on a private queue, so a

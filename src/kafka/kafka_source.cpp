@@ -100,6 +100,8 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
       poller_.request_stop();
       poller_.join();
     }
+    // close_timeout bounds the whole shutdown: leaving the group and closing.
+    const auto deadline = SteadyClock::now() + source_.config_.close_timeout();
     std::string fatal_reason;
     const bool fatal = consumer_->fatal_error(fatal_reason) != RdKafka::ERR_NO_ERROR;
     // A consumer in fatal state has no membership left to hand back, and its
@@ -114,7 +116,6 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
       if (const auto code = consumer_->unsubscribe(); code != RdKafka::ERR_NO_ERROR) {
         log::warn("{}: unsubscribe: {}", source_.log_name_, RdKafka::err2str(code));
       }
-      const auto deadline = SteadyClock::now() + source_.config_.close_timeout();
       bool drained = false;
       do {
         std::unique_ptr<RdKafka::Message> dropped(consumer_->consume(kPollSliceMs));
@@ -129,9 +130,11 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
             source_.log_name_, source_.config_.close_timeout().count());
       }
     }
-    if (const auto code = consumer_->close(); code != RdKafka::ERR_NO_ERROR) {
-      log::warn("{}: close: {}", source_.log_name_, RdKafka::err2str(code));
-    }
+    // Leaving the group gets at least a short slice even when the drain used
+    // up the deadline: against a live broker it takes milliseconds.
+    (void)detail::close_consumer(
+        *consumer_, std::max(deadline, SteadyClock::now() + std::chrono::milliseconds(500)),
+        source_.log_name_);
   }
 
   void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,

@@ -127,6 +127,11 @@ std::map<std::string, std::string> KafkaSourceConfig::effective_properties() con
   // on librdkafka's own thread, so a busy dispatch does not miss them; the
   // broker's floor (group.min.session.timeout.ms) is 6 s.
   out["session.timeout.ms"] = "10000";
+  // 10 s, not librdkafka's 60 s: a request a broker never answers (a frozen
+  // or half-dead process) is failed and its connection rebuilt after this,
+  // and closing a consumer waits for its outstanding requests, so this is
+  // also what a close against such a broker costs beyond close_timeout.
+  out["socket.timeout.ms"] = "10000";
   // librdkafka's prefetch sits in front of the read-ahead (max_buffered_bytes)
   // and is memory the process holds too: its defaults (64 MiB, 100,000
   // messages) doubled a backlog drain's footprint for no throughput, since

@@ -63,8 +63,10 @@ class KafkaSourceConfig {
   KafkaSourceConfig& sync_timeout(std::chrono::milliseconds t) &;
   KafkaSourceConfig&& sync_timeout(std::chrono::milliseconds t) &&;
 
-  // Longest wait, when a consumer is closed (recover(), destruction), for the
-  // group to take the assignment back before close() is called anyway.
+  // Bound on closing a consumer (recover(), destruction): handing the
+  // assignment back and leaving the group. A broker that does not answer
+  // costs at most this (plus a 500 ms slice to leave the group); the member
+  // is then released and the group drops it at its session timeout.
   // Default 10 s.
   KafkaSourceConfig& close_timeout(std::chrono::milliseconds t) &;
   KafkaSourceConfig&& close_timeout(std::chrono::milliseconds t) &&;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include "frozen_broker.hpp"
 #include "kafka_fixture.hpp"
@@ -93,7 +94,19 @@ TEST_F(KafkaSourceTest, recover_fails_without_rebuilding_when_the_anchor_commit_
   ASSERT_EQ(got.size(), 3u);
   ASSERT_TRUE(source->ack({got[0]}));
   await_committed(group, topic, {{0, 1}});
-  const auto owned_before = source->snapshot().owned;
+  // A rebalance still settling when the broker freezes would revoke the
+  // partition mid-test (one run in six under load hung that way): wait until
+  // the assignment has outlived a heartbeat (librdkafka's default 3 s).
+  auto owned_before = source->snapshot().owned;
+  for (auto stable_since = std::chrono::steady_clock::now();
+       std::chrono::steady_clock::now() - stable_since < 3500ms;) {
+    std::this_thread::sleep_for(100ms);
+    if (auto now_owned = source->snapshot().owned; now_owned != owned_before) {
+      owned_before = now_owned;
+      stable_since = std::chrono::steady_clock::now();
+    }
+  }
+  ASSERT_EQ(owned_before.size(), 1u);
 
   {
     FrozenBroker frozen(*pid);
@@ -120,6 +133,41 @@ TEST_F(KafkaSourceTest, recover_fails_without_rebuilding_when_the_anchor_commit_
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(coords(again[0]).offset, 1);
   EXPECT_EQ(coords(again[1]).offset, 2);
+}
+
+// consumer->close() waits without bound for a coordinator that never
+// answers (this destructor blocked for minutes), and destroying the handle
+// waits for its outstanding requests (librdkafka's 60 s socket timeout).
+TEST_F(KafkaSourceTest, closing_against_a_frozen_broker_returns_within_its_close_timeout) {
+  auto pid = broker_pid(broker_->bootstrap());
+  ASSERT_TRUE(pid) << pid.error().message;
+
+  const auto topic = make_topic(1);
+  for (int i = 0; i < 2; ++i) produce(topic, 0, "m");
+  const auto group = unique_name("g");
+  constexpr auto kClose = 2s;
+  auto source = connect(config(group, topic).sync_timeout(1s).close_timeout(kClose));
+  auto got = receive_n(*source, 2);
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_TRUE(source->ack({got[0]}));
+  await_committed(group, topic, {{0, 1}});
+
+  FrozenBroker frozen(*pid);
+  const auto started = std::chrono::steady_clock::now();
+  source.reset();
+  const auto took = std::chrono::steady_clock::now() - started;
+  // The close timeout with its 500 ms slice to leave the group, then the
+  // outstanding requests failed at harvest's 10 s socket timeout, and slack
+  // for a loaded machine.
+  EXPECT_LT(took, kClose + 500ms + 10s + 3s) << "closing waited on the frozen broker";
+  frozen.thaw();
+
+  // The record after the ack is still owed: a new member of the group gets
+  // it once the frozen member's session has lapsed.
+  auto next = connect(config(group, topic));
+  auto again = receive_n(*next, 1, 60s);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(coords(again[0]).offset, 1);
 }
 
 }  // namespace
