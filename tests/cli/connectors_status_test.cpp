@@ -122,26 +122,8 @@ class ConnectorsStatusTest : public harvest::testing::ApiTest {
     api.metrics_require_token = true;
     serve(connector::testing::connector_workflows(), {}, api);
     url_ = "http://127.0.0.1:" + std::to_string(server_->port()) + "/metrics";
-    auto source = std::make_shared<connector::MockSource>(
-        "orders.placed", connector::MockSource::Kind::kRedelivering);
-    source->fixed_lag(3);
-    source->push_sqs(connector::testing::order_json("A-1"));
-    source->push_sqs(connector::testing::order_json("A-2"));
-    source->push_sqs(connector::testing::order_json("reject-1"));
     binding_ = connector::testing::order_binding().name();
-    connector::ConnectorRuntime rt(
-        std::make_shared<const connector::SourceBinding>(connector::testing::order_binding()),
-        source, *engine_, metrics_, connector::IdempotencyMode::kAuto,
-        connector::ConnectorRuntimeConfig{
-            .poll_timeout = 50ms, .idle_backoff = 10ms, .lag_sample_interval = 10ms});
-    auto sink = std::make_shared<connector::RecordingDeadLetterSink>();
-    rt.with_dead_letter_sink(sink);
-    ASSERT_TRUE(eventually([&] {
-      auto pass = rt.run_once();
-      EXPECT_TRUE(pass.has_value());
-      return sink->letters().size() == 1 && source->pending() == 0;
-    }));
-    ASSERT_TRUE(rt.run_once());  // one settled pass: nothing held
+    ASSERT_TRUE(connector::testing::run_order_workload(*engine_, metrics_));
   }
   std::string url_, binding_;
 };

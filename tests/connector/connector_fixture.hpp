@@ -34,6 +34,13 @@ SourceBinding order_binding(std::string name = "orders", std::string workflow = 
 
 std::string order_json(const std::string& id, long cents = 100);
 
+// The workload tests read back from what a runtime exports: over a
+// redelivering MockSource reporting lag 3, orders are dispatched
+// and reject-1 is retried until its third strike dead-letters it; then one
+// settled pass. Fails when it does not settle.
+::testing::AssertionResult run_order_workload(engine::Engine& engine,
+                                              std::shared_ptr<metrics::MetricsRecorder> metrics);
+
 class ConnectorTest : public harvest::testing::PgTest {
  protected:
   void SetUp() override;

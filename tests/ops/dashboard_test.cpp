@@ -134,24 +134,8 @@ class DashboardTest : public harvest::testing::ApiTest {
 
     // Broker intake: two good orders, and one the mapper rejects: retried
     // (reason mapping_rejected) until the third strike dead-letters it.
-    auto source = std::make_shared<connector::MockSource>(
-        "orders.placed", connector::MockSource::Kind::kRedelivering);
-    source->fixed_lag(3);
-    source->push_sqs(order_json("A-1"));
-    source->push_sqs(order_json("A-2"));
-    source->push_sqs(order_json("reject-1"));
-    connector::ConnectorRuntime rt(
-        std::make_shared<const connector::SourceBinding>(connector::testing::order_binding()),
-        source, *engine_, metrics_, connector::IdempotencyMode::kAuto,
-        connector::ConnectorRuntimeConfig{
-            .poll_timeout = 50ms, .idle_backoff = 10ms, .lag_sample_interval = 10ms});
-    auto sink = std::make_shared<connector::RecordingDeadLetterSink>();
-    rt.with_dead_letter_sink(sink);
-    ASSERT_TRUE(eventually([&] {
-      auto pass = rt.run_once();
-      EXPECT_TRUE(pass.has_value());
-      return sink->letters().size() == 1 && source->pending() == 0;
-    })) << "the poison order is dead-lettered";
+    ASSERT_TRUE(connector::testing::run_order_workload(*engine_, metrics_))
+        << "the poison order is dead-lettered";
 
     // The API: a run that fails for good, a health check, an unknown route.
     auto started = post("/api/harvest/workflows/doomed/start", R"({"input": {}})");
