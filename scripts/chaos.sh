@@ -126,7 +126,13 @@ rand_s() { awk -v lo="$1" -v hi="$2" -v r="$RANDOM" 'BEGIN { printf "%.1f", lo +
 max_of() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
 
 PG_PORT="$(free_port 27432)"
-start_pg "$PG_DIR" "$PG_PORT"
+# The suite crashes PostgreSQL's processes, not the machine: a commit harvest
+# acknowledged must survive that, which takes synchronous_commit=on (with it
+# off, an immediate stop forgets the last commits still in WAL buffers, and
+# their records, already acked, look lost). fsync and full_page_writes only
+# guard against an OS crash, which the suite does not inject, and stay off.
+PG_SETTINGS="-c synchronous_commit=on"
+start_pg "$PG_DIR" "$PG_PORT" "$PG_SETTINGS"
 PG_ADMIN="postgresql://harvest@127.0.0.1:$PG_PORT/postgres"
 echo "chaos: PostgreSQL on 127.0.0.1:$PG_PORT, logs in $LOGS" >&2
 
@@ -413,7 +419,7 @@ drive_database() {
         log "PostgreSQL crash $k/2 (pg_ctl -m immediate stop)"
         as_pg "$(pg_bin pg_ctl)" -D "$PG_DIR" -m immediate stop >/dev/null
         sleep "$(rand_s 1 4)"
-        start_pg "$PG_DIR" "$PG_PORT"
+        start_pg "$PG_DIR" "$PG_PORT" "$PG_SETTINGS"
         t=$(now)
         log "PostgreSQL back"
         note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"

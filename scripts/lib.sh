@@ -28,9 +28,12 @@ free_port() {
   echo "$p"
 }
 
-# start_pg <dir> <port>: initdb (if needed) and start a cluster on 127.0.0.1.
+# start_pg <dir> <port> [settings]: initdb (if needed) and start a cluster on
+# 127.0.0.1. The test cluster trades durability for speed (fsync,
+# synchronous_commit and full_page_writes off); `settings` ("-c name=value
+# ...") come last and override those.
 start_pg() {
-  local dir="$1" port="$2"
+  local dir="$1" port="$2" settings="${3:-}"
   mkdir -p "$dir"
   [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$dir"
   if [[ ! -f "$dir/PG_VERSION" ]]; then
@@ -38,7 +41,7 @@ start_pg() {
       || { cat "$dir.initdb.log"; return 1; }
   fi
   as_pg "$(pg_bin pg_ctl)" -D "$dir" -w -t 60 -l "$dir/server.log" \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off $settings" \
     start >/dev/null || { tail -20 "$dir/server.log"; return 1; }
 }
 

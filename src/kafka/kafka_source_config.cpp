@@ -132,6 +132,10 @@ std::map<std::string, std::string> KafkaSourceConfig::effective_properties() con
   // and closing a consumer waits for its outstanding requests, so this is
   // also what a close against such a broker costs beyond close_timeout.
   out["socket.timeout.ms"] = "10000";
+  // A restarted broker is reconnected to within 2 s of it answering again;
+  // librdkafka's backoff grows to 10 s, which alone could keep a consumer
+  // idle for 10 s after the broker was back (the Java client caps it at 1 s).
+  out["reconnect.backoff.max.ms"] = "2000";
   // librdkafka's prefetch sits in front of the read-ahead (max_buffered_bytes)
   // and is memory the process holds too: its defaults (64 MiB, 100,000
   // messages) doubled a backlog drain's footprint for no throughput, since

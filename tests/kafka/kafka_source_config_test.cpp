@@ -71,6 +71,7 @@ TEST(KafkaSourceConfigTest, auto_commit_is_forced_off_and_offset_reset_left_alon
   EXPECT_EQ(props.at("queued.max.messages.kbytes"), "16384") << "librdkafka's prefetch, bounded";
   EXPECT_EQ(props.at("queued.min.messages"), "10000");
   EXPECT_EQ(props.at("socket.timeout.ms"), "10000") << "an unanswered request fails within 10 s";
+  EXPECT_EQ(props.at("reconnect.backoff.max.ms"), "2000") << "a restarted broker is found quickly";
   EXPECT_EQ(KafkaSourceConfig("a", "g", "t").max_buffered_bytes(), size_t{32} << 20)
       << "the documented read-ahead default";
   EXPECT_EQ(KafkaSourceConfig("a", "g", "t")
