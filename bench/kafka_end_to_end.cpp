@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafkacpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -472,7 +473,7 @@ int main(int argc, char** argv) {
   auto db = store::Connection::open((*engine)->database_url());
   if (!db) die(db.error().message);
 
-  const std::string run = std::to_string(std::time(nullptr));
+  const std::string run = fmt::format("{}-{}", std::time(nullptr), ::getpid());
   fmt::print("Kafka {} -> PostgreSQL, {} partitions, {}-byte JSON records, {} per drain case\n",
              bootstrap, kPartitions, record("x").size(), n);
   fmt::print("{:<48} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "case", "msgs", "msgs/s", "p50 ms", "p99 ms",
@@ -482,6 +483,15 @@ int main(int argc, char** argv) {
     const double rate = drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, false,
                               "bench-backlog");
     bench::result_line("kafka_backlog_1m", rate, 0, last_latencies, bench::peak_rss_mib());
+    return 0;
+  }
+  if (const char* only = std::getenv("BENCH_ONLY"); only && *only) {
+    // One drain case alone (BENCH_ONLY=start|complete), for profiling it.
+    const bool complete = std::string(only) == "complete";
+    const double rate =
+        drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, complete);
+    bench::result_line(complete ? "kafka_complete" : "kafka_start", rate, 0, last_latencies,
+                       last_peak_rss);
     return 0;
   }
   const double ceiling = raw_ceiling(bootstrap, **broker, **db, run, n);

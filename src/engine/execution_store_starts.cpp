@@ -76,27 +76,27 @@ constexpr const char* kStartBatch =
 // every item's resolved execution is read.
 constexpr const char* kResolveBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
+    // An item whose own execution now exists created it in this batch (ids
+    // are fresh): it resolves to itself, with one probe and no claim lookup.
+    "own AS (SELECT i.*, EXISTS (SELECT 1 FROM harvest_workflow_executions x WHERE x.id = i.id) "
+    "  AS created FROM items i OFFSET 0), "
     "fix AS (UPDATE harvest_start_idempotency c SET execution_id = r.current "
     "  FROM (SELECT i.wf, i.key, i.id, (SELECT e.id FROM harvest_workflow_executions e "
     "     WHERE e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded) AS current "
-    "   FROM items i WHERE i.key IS NOT NULL AND i.wid IS NOT NULL "
-    "   AND (SELECT x.id FROM harvest_workflow_executions x WHERE x.id = i.id) IS NULL "
+    "   FROM own i WHERE i.key IS NOT NULL AND i.wid IS NOT NULL AND NOT i.created "
     "   OFFSET 0) r "
     "  WHERE r.current IS NOT NULL AND c.workflow_name = r.wf AND c.idempotency_key = r.key "
     "  AND c.execution_id = r.id "
     "  RETURNING c.workflow_name, c.idempotency_key, c.execution_id) "
-    "SELECT i.ord, COALESCE("
+    "SELECT i.ord, CASE WHEN i.created THEN i.id ELSE COALESCE("
     "  (SELECT f.execution_id FROM fix f WHERE f.workflow_name = i.wf "
     "   AND f.idempotency_key = i.key), "
     "  CASE WHEN i.key IS NOT NULL THEN (SELECT c.execution_id FROM harvest_start_idempotency c "
     "   WHERE c.workflow_name = i.wf AND c.idempotency_key = i.key) END, "
     "  CASE WHEN i.key IS NULL AND i.wid IS NOT NULL THEN (SELECT e.id "
     "   FROM harvest_workflow_executions e WHERE e.workflow_name = i.wf "
-    "   AND e.workflow_id = i.wid AND NOT e.superseded) END, "
-    // No key and no workflow_id: nothing to conflict with, the item's own row.
-    "  CASE WHEN i.key IS NULL AND i.wid IS NULL THEN (SELECT n.id "
-    "   FROM harvest_workflow_executions n WHERE n.id = i.id) END)::text AS execution_id "
-    "FROM items i ORDER BY i.ord";
+    "   AND e.workflow_id = i.wid AND NOT e.superseded) END) END::text AS execution_id "
+    "FROM own i ORDER BY i.ord";
 
 // Wakes the workers of other processes when the transaction commits
 // (engine/work_signal.hpp).
