@@ -189,6 +189,86 @@ TEST_F(StartTest, reserved_conn_prefix_is_rejected_on_every_caller_path_and_CONN
             0);
 }
 
+// Issue 11 (group commit): one start_batch call holding fresh, replayed,
+// in-batch duplicate, workflow_id-conflicting, reserved-prefix, deferred and
+// rejected items gives each item the outcome a single start gives it.
+TEST_F(StartTest, a_mixed_batch_gives_each_item_its_single_start_outcome) {
+  WorkflowRegistry r = order_workflows();
+  r.add(
+      "reindex", [](WorkflowContext&, Json in) { return in; },
+      WorkflowOptions{.debounce = DebouncePolicy{.window = std::chrono::milliseconds(60000)}});
+  auto engine = open_engine(std::move(r));
+  auto keyed = [](std::string order, std::string key) {
+    auto req = order_start(std::move(order));
+    req.idempotency_key = std::move(key);
+    return req;
+  };
+  auto earlier = engine->start(keyed("A-0", "k-replay"));
+  ASSERT_TRUE(earlier) << earlier.error().message;
+  auto named = order_start("A-named");
+  named.workflow_id = "order-named";
+  auto existing = engine->start(named);
+  ASSERT_TRUE(existing) << existing.error().message;
+
+  auto keyed_on_existing_id = keyed("A-x", "k-on-named");
+  keyed_on_existing_id.workflow_id = "order-named";
+  auto fresh_named = order_start("A-new");
+  fresh_named.workflow_id = "order-new";
+  const std::vector<StartRequest> batch{
+      keyed("A-1", "k-fresh"),                          // 0 fresh keyed
+      keyed("A-0", "k-replay"),                         // 1 replay
+      keyed("A-1", "k-fresh"),                          // 2 in-batch repeat
+      named,                                            // 3 workflow_id dedupe
+      keyed_on_existing_id,                             // 4 key, existing id
+      keyed("A-2", "conn:orders:0:1"),                  // 5 reserved prefix
+      {.workflow = "reindex", .workflow_id = "doc-1"},  // 6 deferred
+      {.workflow = "no_such_workflow"},                 // 7 rejected
+      fresh_named,                                      // 8 fresh named
+      order_start("A-plain"),                           // 9 fresh, no key/id
+  };
+  auto out = engine->start_batch(batch);
+  ASSERT_EQ(out.size(), batch.size());
+  for (size_t i : {0u, 1u, 2u, 3u, 4u, 6u, 8u, 9u}) {
+    ASSERT_TRUE(out[i]) << "item " << i << ": " << out[i].error().message;
+  }
+  EXPECT_EQ(out[0]->kind, StartOutcomeKind::kStarted);
+  EXPECT_EQ(out[1]->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(out[1]->execution_id, earlier->execution_id);
+  EXPECT_EQ(out[2]->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(out[2]->execution_id, out[0]->execution_id);
+  EXPECT_EQ(out[3]->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(out[3]->execution_id, existing->execution_id);
+  EXPECT_EQ(out[4]->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(out[4]->execution_id, existing->execution_id);
+  ASSERT_FALSE(out[5]);
+  EXPECT_EQ(out[5].error().kind, ErrorKind::kBadRequest);
+  EXPECT_NE(out[5].error().message.find("reserved prefix"), std::string::npos);
+  EXPECT_EQ(out[6]->kind, StartOutcomeKind::kDeferred);
+  EXPECT_FALSE(out[6]->execution_id);
+  ASSERT_FALSE(out[7]);
+  EXPECT_EQ(out[7].error().kind, engine->start(batch[7]).error().kind);
+  EXPECT_EQ(out[8]->kind, StartOutcomeKind::kStarted);
+  EXPECT_EQ(out[9]->kind, StartOutcomeKind::kStarted);
+  EXPECT_NE(out[8]->execution_id, out[9]->execution_id);
+
+  // Exactly the runs a single start of each would have created: two before,
+  // three fresh now (0, 8, 9); the key on the named run points at it.
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events WHERE kind = 'WorkflowStarted'"),
+            5);
+  EXPECT_EQ(text("SELECT execution_id::text FROM harvest_start_idempotency WHERE "
+                 "idempotency_key = 'k-on-named'"),
+            *existing->execution_id);
+  // And each item, started alone afterwards, agrees with its batch outcome.
+  for (size_t i : {0u, 1u, 2u, 3u, 4u, 8u}) {
+    auto alone = engine->start(batch[i]);
+    ASSERT_TRUE(alone) << alone.error().message;
+    EXPECT_EQ(alone->kind, StartOutcomeKind::kIdempotentReplay) << "item " << i;
+    EXPECT_EQ(alone->execution_id, out[i]->execution_id) << "item " << i;
+  }
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 5);
+}
+
 TEST_F(StartTest, transactional_start_commits_and_rolls_back_with_the_callers_transaction) {
   auto engine = open_engine(order_workflows());
   ASSERT_TRUE(db().exec("CREATE TABLE orders (id text PRIMARY KEY)"));
