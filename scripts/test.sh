@@ -2,7 +2,8 @@
 # Installs dependencies, builds (preset `dev`: ASan + UBSan, warnings as
 # errors), starts a throw-away PostgreSQL cluster and runs every test.
 # Extra arguments go to ctest:  scripts/test.sh -L postgres   scripts/test.sh -R signal
-# Environment: HARVEST_PRESET (default dev), HARVEST_TEST_JOBS (default 2).
+# Environment: HARVEST_PRESET (default dev), HARVEST_TEST_JOBS (default 2),
+# HARVEST_TSAN=0 skips the ThreadSanitizer pass of a full run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$HARVEST_ROOT"
@@ -78,4 +79,17 @@ if [[ $# -eq 0 && "${HARVEST_CORE_BUILD:-1}" == 1 ]]; then
     $(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --cflags --libs harvest)
   "$STATE/consumer-pc" | grep -q "^linked"
   echo "test: installed package consumed through CMake and pkg-config"
+fi
+
+# A full run also runs the unit, postgres, kafka and sqs labels under
+# ThreadSanitizer (preset `tsan`): any data race fails the run
+# (halt_on_error). The soak, fuzz, chaos and example labels stay on the dev
+# build only, which keeps the whole run inside its CI budget.
+if [[ $# -eq 0 && "${HARVEST_TSAN:-1}" == 1 ]]; then
+  echo "test: ThreadSanitizer (labels unit, postgres, kafka, sqs)"
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan
+  TSAN_OPTIONS="halt_on_error=1 abort_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$HARVEST_ROOT/tests/tsan.supp" \
+    ctest --test-dir build/tsan --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" \
+    -L 'unit|postgres|kafka|sqs' -LE 'soak|fuzz|chaos|examples'
 fi

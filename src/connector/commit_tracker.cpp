@@ -6,10 +6,6 @@
 
 namespace harvest::connector {
 
-std::string PartitionKey::label() const {
-  return fmt::format("{}[{}]", topic, partition);
-}
-
 size_t CommitTracker::State::settled_behind_head() const {
   return static_cast<size_t>(
       std::count_if(pending.begin(), pending.end(), [](const auto& p) { return p.second == 0; }));

@@ -33,14 +33,9 @@
 #include <optional>
 #include <string>
 
-namespace harvest::connector {
+#include "connector/coordinates.hpp"
 
-struct PartitionKey {
-  std::string topic;
-  int32_t partition;
-  auto operator<=>(const PartitionKey&) const = default;
-  [[nodiscard]] std::string label() const;
-};
+namespace harvest::connector {
 
 struct Ticket {
   PartitionKey partition;

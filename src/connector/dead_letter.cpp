@@ -5,6 +5,7 @@
 
 #include "common/ids.hpp"
 #include "common/log.hpp"
+#include "connector/coordinates.hpp"
 
 harvest::store::MigrationSet harvest_migrations_connector();
 
@@ -15,6 +16,18 @@ store::MigrationSet connector_migrations() {
 }
 
 namespace {
+
+// The structured coordinates a row stores: the letter's own, or — for a
+// letter that carries only the rendered form — its exact inverse when it
+// reads as one; otherwise none (and a replay of the row is refused).
+store::Param structured_coordinates(const DeadLetter& l) {
+  Json j = l.coordinates_structured;
+  if (j.is_null()) {
+    if (auto parsed = parse_rendered(l.coordinates)) j = coordinates_json(*parsed);
+  }
+  if (j.is_null()) return store::Param{};
+  return store::Param{j.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
 
 // bytea hex input form: the raw payload survives byte for byte, NULs included.
 std::string bytea_hex(const std::string& bytes) {
@@ -35,13 +48,14 @@ Status PostgresDeadLetterSink::write(const DeadLetter& l) {
   if (!conn) return fail(conn.error());
   auto r = (*conn)->exec(
       "INSERT INTO harvest_connector_dead_letters "
-      "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea) "
+      "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
+      "coordinates_structured) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb) "
       "ON CONFLICT (idempotency_key) DO NOTHING",
       // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
       {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates),
        l.idempotency_key, l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts),
-       bytea_hex(l.payload)});
+       bytea_hex(l.payload), structured_coordinates(l)});
   if (!r) return fail(r.error());
   return {};
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/json.hpp"
 #include "store/migrations.hpp"
 #include "store/pool.hpp"
 
@@ -31,6 +32,9 @@ struct DeadLetter {
   std::string detail;
   int attempts = 1;
   std::string payload;  // raw bytes
+  // The coordinates structured (coordinates_json), stored for replay; null
+  // stores none.
+  Json coordinates_structured = nullptr;
 };
 
 // Thread-safe: called from dispatch threads.

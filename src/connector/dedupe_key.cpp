@@ -23,17 +23,7 @@ DedupeKey DedupeKey::derive(const std::string& binding, const std::string& incar
   std::string body;
   append(body, binding);
   append(body, incarnation);
-  if (const auto* k = std::get_if<KafkaCoordinates>(&coordinates)) {
-    append(body, "kafka");
-    append(body, k->topic);
-    append(body, std::to_string(k->partition));
-    append(body, std::to_string(k->offset));
-  } else {
-    const auto& s = std::get<SqsCoordinates>(coordinates);
-    append(body, "sqs");
-    append(body, s.queue_url);
-    append(body, s.message_id);
-  }
+  for (const auto& part : identity_components(coordinates)) append(body, part);
   // "conn:1:" (inline) and "conn:h:" (hashed) never alias each other. Only
   // text PostgreSQL stores exactly stays inline: a NUL would be truncated by
   // libpq (two keys collapsing into one) and invalid UTF-8 refused.

@@ -19,30 +19,9 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "connector/coordinates.hpp"
 
 namespace harvest::connector {
-
-// Position of a record in a Kafka topic.
-struct KafkaCoordinates {
-  std::string topic;
-  int32_t partition = 0;
-  int64_t offset = 0;
-  bool operator==(const KafkaCoordinates&) const = default;
-};
-
-// Identity of an SQS message. The receipt handle names one receive of it
-// (needed to delete or hand it back); the MessageId names the message.
-struct SqsCoordinates {
-  std::string queue_url;
-  std::string message_id;
-  std::string receipt_handle;
-};
-
-using Coordinates = std::variant<KafkaCoordinates, SqsCoordinates>;
-
-// "topic:partition:offset" for Kafka, "queue_url#message_id" for SQS: the
-// form recorded as start_source_ref and in dead-letter rows.
-[[nodiscard]] std::string render(const Coordinates& c);
 
 struct Message {
   Coordinates coordinates;
@@ -104,6 +83,17 @@ class EventSource {
     (void)generation;
     return true;
   }
+
+  // Custody of messages received ahead (SQS-5). A source that fetches the
+  // next batch while the runtime dispatches the current one (SQS
+  // receive-ahead) holds messages the runtime has not seen; the runtime
+  // takes them — to dispatch, or to release with `abandon` — before it
+  // pauses for a store outage, samples lag or stops, so no message sits
+  // invisible across those and no receive is spent on one that is not
+  // dispatched. `take_received_ahead` waits for a call still under way and
+  // makes no new broker call. Defaults: nothing is held ahead.
+  [[nodiscard]] virtual bool holds_received_ahead() const { return false; }
+  [[nodiscard]] virtual std::vector<Message> take_received_ahead() { return {}; }
 
   // Rebuilds the consumer so unacked messages are redelivered from the last
   // commit. true: rebuilt. false: this source cannot rebuild itself (the

@@ -20,6 +20,11 @@ LagSampler::~LagSampler() {
   thread_ = {};
 }
 
+bool LagSampler::due() {
+  std::lock_guard lock(mu_);
+  return !running_ && !requested_ && clock_->now() >= next_due_;
+}
+
 void LagSampler::maybe_sample() {
   std::unique_lock lock(mu_);
   // An abandoned sample still running blocks the next one; the interval

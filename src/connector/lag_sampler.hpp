@@ -34,6 +34,8 @@ class LagSampler {
 
   // Samples when due (see the file comment); sets the lag gauge on success.
   void maybe_sample();
+  // Whether the next maybe_sample() would sample.
+  [[nodiscard]] bool due();
 
  private:
   void loop(std::stop_token st);

@@ -15,16 +15,12 @@ namespace harvest::connector {
 
 namespace {
 
-std::optional<int64_t> offset_of(const Message& m) {
-  if (const auto* k = std::get_if<KafkaCoordinates>(&m.coordinates)) return k->offset;
-  return std::nullopt;
-}
-
-std::optional<PartitionKey> partition_of(const Message& m) {
-  if (const auto* k = std::get_if<KafkaCoordinates>(&m.coordinates)) {
-    return PartitionKey{k->topic, k->partition};
-  }
-  return std::nullopt;
+// A message with a position in an ordered log is tracked for prefix
+// commits (CommitTracker); one without is acked by itself.
+std::optional<Ticket> ticket_for(CommitTracker& tracker, const Message& m) {
+  auto at = position_of(m.coordinates);
+  if (!at) return std::nullopt;
+  return tracker.on_receive(at->partition, at->offset, m.generation);
 }
 
 }  // namespace
@@ -52,8 +48,13 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
   pool_ = std::make_unique<DispatchPool>(binding_->max_in_flight());
   const bool ordered =
       binding_->kind() == BindingKind::kSignalsWithStart || binding_->max_in_flight() == 1;
-  commit_pool_ =
-      std::make_unique<DispatchPool>(ordered ? 1 : std::max<size_t>(config_.commit_concurrency, 1));
+  // Lanes × group size never exceeds max_in_flight, so the bound holds for
+  // messages in commit as it does for messages being mapped (CON-19).
+  commit_lanes_ = ordered ? 1
+                          : std::clamp<size_t>(config_.commit_concurrency, 1,
+                                               std::max<size_t>(binding_->max_in_flight(), 1));
+  commit_pool_ = std::make_unique<DispatchPool>(commit_lanes_);
+  rebuild_backoff_ = config_.idle_backoff;
   lag_ = std::make_unique<LagSampler>(binding_->name(), source_, metrics_,
                                       config_.lag_sample_interval, config_.clock);
   // Every per-binding series exists from the start, so a dashboard or
@@ -86,12 +87,18 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
     // receive count climbs to maxReceiveCount.
     return {Verdict::kHandedBack, reason, true};
   }
-  DeadLetter letter{
-      binding_->name(), binding_->stream(), render(m.coordinates), key, reason, detail,
-      attempts,         m.payload};
+  DeadLetter letter{.binding = binding_->name(),
+                    .stream = binding_->stream(),
+                    .coordinates = render(m.coordinates),
+                    .idempotency_key = key,
+                    .reason = reason,
+                    .detail = detail,
+                    .attempts = attempts,
+                    .payload = m.payload,
+                    .coordinates_structured = coordinates_json(m.coordinates)};
   if (auto w = sink_->write(letter); !w) {
     // The sink lives in the store: an outage holds the message like any other.
-    if (is_unavailable(w.error())) return {Verdict::kRetry, "store_unavailable", false};
+    if (is_unavailable(w.error())) return {Verdict::kHold, "store_unavailable", false};
     log::warn("binding '{}': dead-letter write for {} failed ({}); the message will be retried",
               binding_->name(), letter.coordinates, w.error().describe());
     return {Verdict::kRetry, "dead_letter_failed", false};
@@ -211,7 +218,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
     }
     // The store is unreachable: the message is held, and the outage logged
     // once, rather than once per message.
-    if (is_unavailable(outcome.error())) return {Verdict::kRetry, "store_unavailable", false};
+    if (is_unavailable(outcome.error())) return {Verdict::kHold, "store_unavailable", false};
     // Not the message's fault (database down, pool exhausted): leave it
     // unacked and let the broker redeliver at its own pace.
     log::warn("binding '{}': transient dispatch failure for {}: {}", binding_->name(), mapped.ref,
@@ -274,6 +281,12 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
 
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   PassSummary summary;
+  if (!store_unavailable_ && source_->holds_received_ahead() && lag_->due()) {
+    // A sample is due: what the source received ahead is dispatched first,
+    // so no message sits invisible across the sample's broker call.
+    dispatch_received_ahead(summary);
+    return summary;
+  }
   // Lag first: a wedged binding's gauge must keep reporting the work it owes.
   lag_->maybe_sample();
   if (store_unavailable_ && !store_answers()) {
@@ -310,19 +323,38 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   const std::vector<Message>& messages = *batch;
   summary.received = messages.size();
   if (messages.empty()) return summary;
-
-  std::vector<std::optional<Ticket>> tickets(messages.size());
-  for (size_t i = 0; i < messages.size(); ++i) {
-    if (auto p = partition_of(messages[i]))
-      tickets[i] = tracker_.on_receive(*p, *offset_of(messages[i]), messages[i].generation);
-  }
-  dispatch(messages, tickets, summary);
-  summary.store_unavailable = store_unavailable_;
+  dispatch_received(messages, summary);
   // Held messages are not stalled: the store, not the broker, is holding them.
   if (holding()) return summary;
   forget_revoked();
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
   return summary;
+}
+
+void ConnectorRuntime::dispatch_received(const std::vector<Message>& messages,
+                                         PassSummary& summary) {
+  std::vector<std::optional<Ticket>> tickets(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) tickets[i] = ticket_for(tracker_, messages[i]);
+  dispatch(messages, tickets, summary);
+  summary.store_unavailable = store_unavailable_;
+}
+
+void ConnectorRuntime::dispatch_received_ahead(PassSummary& summary) {
+  auto messages = source_->take_received_ahead();
+  summary.received += messages.size();
+  if (!messages.empty()) dispatch_received(messages, summary);
+}
+
+void ConnectorRuntime::release_received_ahead(std::string_view why) {
+  if (!source_->holds_received_ahead()) return;
+  auto messages = source_->take_received_ahead();
+  if (messages.empty()) return;
+  log::info("binding '{}': {}; releasing {} messages received ahead for redelivery",
+            binding_->name(), why, messages.size());
+  if (auto a = source_->abandon(messages); !a) {
+    log::warn("binding '{}': releasing {} messages received ahead failed: {}", binding_->name(),
+              messages.size(), a.error().describe());
+  }
 }
 
 void ConnectorRuntime::forget_revoked() {
@@ -357,7 +389,7 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
   });
   std::vector<Dispatched> results(messages.size());
   std::vector<std::vector<size_t>> groups(1);
-  const size_t group_max = std::max<size_t>(binding_->max_in_flight(), 1);
+  const size_t group_max = std::max<size_t>(binding_->max_in_flight() / commit_lanes_, 1);
   for (size_t i = 0; i < messages.size(); ++i) {
     if (mapped[i].verdict) {
       results[i] = std::move(*mapped[i].verdict);
@@ -376,6 +408,7 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
 
 void ConnectorRuntime::enter_store_unavailable(size_t held) {
   probe_delay_ = std::max(config_.store_probe_initial, std::chrono::milliseconds(1));
+  release_received_ahead("the store is unreachable");
   if (store_unavailable_) return;
   store_unavailable_ = true;
   unavailable_since_ = config_.clock->now();
@@ -421,7 +454,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         if (tickets[i]) {
           if (auto mark = tracker_.on_settled(*tickets[i])) {
             Message head = m;
-            std::get<KafkaCoordinates>(head.coordinates).offset = *mark - 1;
+            head.coordinates = at_offset(head.coordinates, *mark - 1);
             commits.insert_or_assign(tickets[i]->partition, std::move(head));
           }
         } else {
@@ -435,20 +468,21 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         to_abandon.push_back(m);
         ++summary.dead_lettered;
         break;
+      case Verdict::kHold:
+        // Not the message's fault and not a stall: a positional message is
+        // held (unacked) for dispatch once the store answers; a redelivering
+        // broker hands the rest back by itself.
+        metrics_->increment(metrics::kConnectorRetried, labels("reason", d.reason));
+        ++summary.retried;
+        ++unavailable;
+        if (tickets[i]) {
+          held_.push_back({m, tickets[i]});
+          ++summary.held;
+        }
+        break;
       case Verdict::kRetry:
         metrics_->increment(metrics::kConnectorRetried, labels("reason", d.reason));
         ++summary.retried;
-        if (d.reason == "store_unavailable") {
-          // Not the message's fault and not a stall: a positional message is
-          // held (unacked) for dispatch once the store answers; a
-          // redelivering broker hands the rest back by itself.
-          ++unavailable;
-          if (tickets[i]) {
-            held_.push_back({m, tickets[i]});
-            ++summary.held;
-          }
-          break;
-        }
         if (tickets[i]) tracker_.on_retried(*tickets[i], source_->abandon_redelivers());
         if (d.fast_retry) to_abandon.push_back(m);
         break;
@@ -456,7 +490,9 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
   }
   for (auto& [p, head] : commits) to_ack.push_back(std::move(head));
   if (!to_ack.empty()) {
-    if (auto a = source_->ack(to_ack); !a) {
+    if (auto a = source_->ack(to_ack); a) {
+      committed_advances_ += to_ack.size();
+    } else {
       // Durable in harvest but not acked: the broker redelivers and the
       // redelivery dedupes to the same execution.
       log::warn("binding '{}': ack failed ({}); {} messages will be redelivered and dedupe",
@@ -491,8 +527,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     auto pass = run_once();
     if (pass) {
-      // Only progress resets the backoff: a pass whose every message failed
-      // must not turn stall recovery into a rebuild loop.
+      // Only progress resets the backoff of failed receives and recoveries.
       if (pass->acked + pass->dead_lettered > 0) backoff = config_.idle_backoff;
       if (pass->store_unavailable) {
         (void)config_.clock->sleep_for(probe_delay_, stop);
@@ -503,7 +538,19 @@ Status ConnectorRuntime::run(std::stop_token stop) {
     }
     const ConnectorError& e = pass.error();
     if (e.kind == ConnectorErrorKind::kStalled) {
-      log::warn("{}; rebuilding the source", e.message);
+      // Evidence of progress is a committed position that moved since the
+      // last rebuild; replays acknowledged in between moved nothing. Without
+      // it, each further rebuild waits longer (doubling, at most 30 s), so a
+      // group that fails for good slows down instead of storming the broker.
+      if (advances_at_rebuild_ && *advances_at_rebuild_ == committed_advances_) {
+        log::warn("{}; rebuilding the source in {} ms (the last rebuild committed nothing)",
+                  e.message, rebuild_backoff_.count());
+        if (!config_.clock->sleep_for(rebuild_backoff_, stop)) break;
+        rebuild_backoff_ = std::min(rebuild_backoff_ * 2, max_backoff);
+      } else {
+        log::warn("{}; rebuilding the source", e.message);
+        rebuild_backoff_ = std::max(config_.idle_backoff, std::chrono::milliseconds(1));
+      }
       auto recovered = source_->recover();
       if (!recovered) {
         log::warn("binding '{}': recovery failed ({}); retrying in {} ms", binding_->name(),
@@ -526,21 +573,29 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // stale wedge without receiving. Strikes are kept so a repeatedly
       // rejected message still reaches its threshold.
       ++recoveries_;
+      advances_at_rebuild_ = committed_advances_;
       metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
       tracker_.clear();
       held_.clear();
-      // A pass that settled nothing before stalling (a transient outage):
-      // pause before pulling again, so rebuilds slow down instead of storming
-      // the consumer group.
-      if (e.summary.acked + e.summary.dead_lettered == 0) {
-        (void)config_.clock->sleep_for(backoff, stop);
-        backoff = std::min(backoff * 2, max_backoff);
-      }
       continue;
     }
     log::warn("{}; retrying in {} ms", e.message, backoff.count());
     (void)config_.clock->sleep_for(backoff, stop);
     backoff = std::min(backoff * 2, max_backoff);
+  }
+  // Stopping: what the source received ahead is dispatched now (or released
+  // with the store down) rather than released unread, which would spend a
+  // receive on each (SQS-5: restarts never push a good message toward the
+  // redrive policy's DLQ).
+  if (source_->holds_received_ahead()) {
+    if (store_unavailable_) {
+      release_received_ahead("the binding is stopping with the store unreachable");
+    } else {
+      PassSummary last;
+      dispatch_received_ahead(last);
+      log::info("binding '{}': stopping; dispatched {} messages received ahead ({} acked)",
+                binding_->name(), last.received, last.acked + last.dead_lettered);
+    }
   }
   return {};
 }

@@ -189,7 +189,9 @@ class ConnectorRuntime {
   [[nodiscard]] uint64_t recoveries() const { return recoveries_; }
 
  private:
-  enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry };
+  // kHold: the store is unreachable — not the message's fault; the message
+  // is held (positional) or left to the broker, and intake pauses.
+  enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry, kHold };
   struct Dispatched {
     Verdict verdict = Verdict::kRetry;
     std::string reason;       // metric label: outcome, dead-letter or retry reason
@@ -222,6 +224,13 @@ class ConnectorRuntime {
                     const std::string& detail, int attempts);
   void dispatch(const std::vector<Message>& messages,
                 const std::vector<std::optional<Ticket>>& tickets, PassSummary& summary);
+  // Tickets `messages` (positional sources) and dispatches them.
+  void dispatch_received(const std::vector<Message>& messages, PassSummary& summary);
+  // Custody (SQS-5): what the source received ahead is dispatched, or, with
+  // the store down, released (abandon) — never left invisible across a
+  // pause, a lag sample or a stop.
+  void dispatch_received_ahead(PassSummary& summary);
+  void release_received_ahead(std::string_view why);
   void settle(const std::vector<Message>& messages,
               const std::vector<std::optional<Ticket>>& tickets, std::vector<Dispatched>& results,
               PassSummary& summary);
@@ -260,6 +269,17 @@ class ConnectorRuntime {
   std::chrono::milliseconds probe_delay_{0};
   Clock::time_point unavailable_since_{};
   uint64_t recoveries_ = 0;
+  // Rebuild back-off on the runtime's own evidence (CON-18): how often a
+  // committed position advanced (a Kafka commit moved a partition's prefix,
+  // or a message was deleted), and what that count was at the last rebuild.
+  // A rebuild after which nothing advanced waits `rebuild_backoff_` first,
+  // doubling up to 30 s; replays acknowledged in between are no evidence.
+  uint64_t committed_advances_ = 0;
+  std::optional<uint64_t> advances_at_rebuild_;
+  std::chrono::milliseconds rebuild_backoff_{0};
+  // Messages in a group commit at once; groups are sized so that lanes ×
+  // group size ≤ max_in_flight (CON-19).
+  size_t commit_lanes_ = 1;
 };
 
 }  // namespace harvest::connector

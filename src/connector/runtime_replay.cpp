@@ -4,8 +4,7 @@
 // engine-commit path a broker message takes.
 #include <fmt/format.h>
 
-#include <regex>
-
+#include "common/json.hpp"
 #include "common/log.hpp"
 #include "connector/runtime.hpp"
 
@@ -13,25 +12,20 @@ namespace harvest::connector {
 
 namespace {
 
-// The coordinates a dead-letter row recorded (render()): "queue_url#id"
-// for SQS (a Kafka topic name cannot hold '#'), "topic:partition:offset" for
-// Kafka. A form that parses as neither is kept whole as the topic, so the
-// mapper still sees what was recorded.
-Coordinates parse_coordinates(const std::string& rendered) {
-  if (auto hash = rendered.rfind('#'); hash != std::string::npos) {
-    return SqsCoordinates{rendered.substr(0, hash), rendered.substr(hash + 1), ""};
+// The coordinates a dead-letter row stored, read back exactly: from the
+// structured column (connector/coordinates.hpp's JSON form). A row without
+// it, or with one that does not read, is refused: replaying it under made-up
+// coordinates would hand the mapper a wrong message.
+Result<Coordinates> stored_coordinates(const connector_dlq::StoredDeadLetter& row) {
+  if (!row.coordinates_structured) {
+    return fail(Error::bad_request(fmt::format(
+        "the row's coordinates '{}' were not recorded in structured form and cannot be read "
+        "back exactly",
+        row.coordinates)));
   }
-  static const std::regex kKafka(R"(^(.*):(-?\d{1,10}):(-?\d{1,19})$)");
-  std::smatch m;
-  if (std::regex_match(rendered, m, kKafka)) {
-    try {
-      return KafkaCoordinates{m[1].str(), static_cast<int32_t>(std::stol(m[2].str())),
-                              std::stoll(m[3].str())};
-    } catch (const std::exception&) {
-      // Out of range: fall through to the whole string.
-    }
-  }
-  return KafkaCoordinates{rendered, 0, 0};
+  auto json = parse_json(*row.coordinates_structured);
+  if (!json) return fail(json.error());
+  return coordinates_from_json(*json);
 }
 
 }  // namespace
@@ -61,17 +55,25 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
   if (!rows) return fail(rows.error());
   summary.claimed = rows->size();
   for (const auto& row : *rows) {
-    Message m;
-    m.coordinates = parse_coordinates(row.coordinates);
-    m.payload = row.payload;
-    m.receive_count = row.attempts + 1;
-
     using connector_dlq::ReplayOutcome;
     std::optional<ReplayOutcome> outcome;
     std::string detail;
     std::optional<std::string> execution_id;
-    MappingOutcome mapped = apply_mapper(m);
-    if (mapped.kind != MappingOutcome::Kind::kMapped) {
+    Message m;
+    auto coordinates = stored_coordinates(row);
+    MappingOutcome mapped{MappingOutcome::Kind::kRejected, {}, {}};
+    if (coordinates) {
+      m.coordinates = std::move(*coordinates);
+      m.payload = row.payload;
+      m.receive_count = row.attempts + 1;
+      mapped = apply_mapper(m);
+    }
+    if (!coordinates) {
+      outcome = ReplayOutcome::kDeadLettered;
+      detail = fmt::format("replay_refused: {}", coordinates.error().message);
+      log::error("binding '{}': dead letter {} cannot be replayed: {}", binding_->name(), row.id,
+                 coordinates.error().message);
+    } else if (mapped.kind != MappingOutcome::Kind::kMapped) {
       // The operator asked for this one attempt: no strikes, no new row (the
       // original keeps its key); the new reason is recorded on the row.
       outcome = ReplayOutcome::kDeadLettered;

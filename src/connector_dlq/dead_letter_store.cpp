@@ -25,7 +25,8 @@ constexpr const char* kWhere =
 
 std::string columns() {
   return fmt::format(
-      "id::text AS id, binding, stream, coordinates, idempotency_key, reason, detail, attempts, "
+      "id::text AS id, binding, stream, coordinates, coordinates_structured::text AS "
+      "coordinates_structured, idempotency_key, reason, detail, attempts, "
       "encode(payload, 'hex') AS payload_hex, "
       "to_char(failed_at AT TIME ZONE 'UTC', {0}) AS failed, "
       "to_char(replay_requested_at AT TIME ZONE 'UTC', {0}) AS requested, replay_requested_by, "
@@ -60,6 +61,7 @@ std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
         .binding = r.get(i, "binding"),
         .stream = r.get(i, "stream"),
         .coordinates = r.get(i, "coordinates"),
+        .coordinates_structured = r.get_opt(i, "coordinates_structured"),
         .idempotency_key = r.get(i, "idempotency_key"),
         .reason = r.get(i, "reason"),
         .detail = r.get(i, "detail"),

@@ -76,7 +76,11 @@ struct StoredDeadLetter {
   std::string id;
   std::string binding;
   std::string stream;
-  std::string coordinates;
+  std::string coordinates;  // rendered, for people
+  // The same coordinates structured (connector/coordinates.hpp's JSON form),
+  // as the runtime reads them back for a replay; unset for a row whose
+  // rendered text could not be read when it was backfilled.
+  std::optional<std::string> coordinates_structured;
   std::string idempotency_key;
   std::string reason;
   std::string detail;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/ids.hpp"
@@ -148,7 +149,13 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
       log::warn("pending migration {}{}: run `harvest migrate` before serving traffic", p.label(),
                 engine->shards_.size() > 1 ? fmt::format(" on shard {}", i) : "");
     }
-    if (i == 0) engine->pending_at_open_ = *pending;
+    // Every shard's pending migrations count (the plugin refuses to serve
+    // connectors against a schema that is behind on any shard), each once.
+    for (const auto& p : *pending) {
+      const bool seen = std::ranges::any_of(engine->pending_at_open_,
+                                            [&](const auto& q) { return q.label() == p.label(); });
+      if (!seen) engine->pending_at_open_.push_back(p);
+    }
   }
   return engine;
 }

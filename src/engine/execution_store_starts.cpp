@@ -29,6 +29,17 @@ constexpr const char* kItemColumns =
 
 constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid";
 
+// A batch's one parameter. Callers validate every item first; a value that
+// still cannot be serialised (a string that is not UTF-8) refuses the batch
+// as permanent, so the caller retries it item by item — never an exception.
+Result<std::string> dump_batch(const Json& batch) {
+  try {
+    return batch.dump();
+  } catch (const std::exception& e) {
+    return fail(Error::bad_request(std::string("a batch item cannot be serialised: ") + e.what()));
+  }
+}
+
 Json item_json(size_t ord, const NewExecution& e) {
   return Json{{"ord", ord},
               {"wf", e.workflow},
@@ -134,7 +145,8 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
     }
     batch.push_back(item_json(i, items[i]));
   }
-  const std::string param = batch.dump();
+  auto param = dump_batch(batch);
+  if (!param) return fail(param.error());
   const std::string count = std::to_string(batch.size());
   // The resolve step needs no inputs: a second, small parameter.
   Json keys = Json::array();
@@ -145,13 +157,15 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
                         {"key", item["key"]},
                         {"id", item["id"]}});
   }
+  auto keys_param = dump_batch(keys);
+  if (!keys_param) return fail(keys_param.error());
   std::vector<store::Statement> statements{
       {fmt::format(kStartBatch, fmt::arg("cols", kItemColumns)),
-       {param, std::to_string(window.count()), count},
+       {*param, std::to_string(window.count()), count},
        true,
        true},
       {fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)),
-       {keys.dump(), count},
+       {*keys_param, count},
        true,
        true}};
   if (notify) statements.push_back({kNotify, {}});
@@ -306,7 +320,9 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
     j["reuse"] = items[i].reuse_after_close;
     batch.push_back(std::move(j));
   }
-  const std::string param = batch.dump();
+  auto dumped = dump_batch(batch);
+  if (!dumped) return fail(dumped.error());
+  const std::string& param = *dumped;
   const std::string count = std::to_string(items.size());
   std::vector<store::Statement> statements{
       {fmt::format(kEntitySupersede, fmt::arg("cols", kEntityColumns)), {param, count}, true, true},

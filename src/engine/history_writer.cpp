@@ -50,8 +50,12 @@ Result<bool> HistoryWriter::submit(RunWrite write) {
       queue_.pop_front();
     }
     lock.unlock();
-    commit(batch);
+    auto outcomes = commit(batch);
     lock.lock();
+    // Outcomes are published under the lock: a waiter re-checks its own only
+    // while holding it (woken by this commit or, spuriously, by an earlier
+    // one), so it never sees one half-built.
+    for (size_t i = 0; i < batch.size(); ++i) batch[i]->outcome = std::move(outcomes[i]);
     writes_ += batch.size();
     ++commits_;
     committing_ = false;
@@ -72,34 +76,40 @@ Result<bool> HistoryWriter::write_one(ExecutionStore& store, const RunWrite& w) 
   return fail(s.error());
 }
 
-void HistoryWriter::commit(const std::vector<Pending*>& batch) {
+std::vector<Result<bool>> HistoryWriter::commit(const std::vector<Pending*>& batch) {
+  // Reads each item's write (never changed once queued) and touches no
+  // item's outcome: the caller publishes these under the lock.
+  std::vector<Result<bool>> out;
+  out.reserve(batch.size());
   const auto all = [&](const Result<bool>& r) {
-    for (auto* p : batch) p->outcome = r;
+    out.assign(batch.size(), r);
+    return std::move(out);
   };
   try {
     auto conn = pool_.acquire();
     if (!conn) return all(fail(conn.error()));
     ExecutionStore store(**conn);
     if (batch.size() == 1) {
-      batch.front()->outcome = write_one(store, batch.front()->write);
-      return;
+      out.push_back(write_one(store, batch.front()->write));
+      return out;
     }
     std::vector<RunWrite> writes;
     writes.reserve(batch.size());
     for (auto* p : batch) writes.push_back(p->write);
     auto r = store.write_batch(writes);
     if (r) {
-      for (size_t i = 0; i < batch.size(); ++i) batch[i]->outcome = (*r)[i];
-      return;
+      for (size_t i = 0; i < batch.size(); ++i) out.push_back((*r)[i]);
+      return out;
     }
     if (!is_permanent(r.error())) return all(fail(r.error()));
     // Refused as a whole: find the write at fault by writing them one by one.
-    for (auto* p : batch) p->outcome = write_one(store, p->write);
+    for (auto* p : batch) out.push_back(write_one(store, p->write));
+    return out;
   } catch (const std::exception& e) {
-    for (auto* p : batch) {
-      if (!p->outcome)
-        p->outcome = fail(Error::internal(std::string("history write: ") + e.what()));
-    }
+    // Items written before the throw keep their outcome; the rest get this.
+    const Result<bool> err = fail(Error::internal(std::string("history write: ") + e.what()));
+    while (out.size() < batch.size()) out.push_back(err);
+    return out;
   }
 }
 

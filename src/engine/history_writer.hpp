@@ -51,8 +51,9 @@ class HistoryWriter {
   };
 
   Result<bool> submit(RunWrite write);
-  // Sets every item's outcome; never throws.
-  void commit(const std::vector<Pending*>& batch);
+  // Writes `batch` and returns each item's outcome, in order; never throws.
+  // Runs outside the lock, so it must not touch any item's `outcome`.
+  std::vector<Result<bool>> commit(const std::vector<Pending*>& batch);
   Result<bool> write_one(ExecutionStore& store, const RunWrite& w);
 
   store::Pool& pool_;

@@ -137,19 +137,23 @@ Result<Engine::PreparedSignal> Engine::prepare_signal_with_start(
   if (!p.bad_input) {
     if (auto ok = check_json_storable(req.start_input); !ok) p.bad_input = ok.error().message;
   }
-  p.item = NewEntitySignal{.start = NewExecution{.id = new_time_ordered_uuid(),
-                                                 .workflow = def->name,
-                                                 .workflow_id = req.workflow_id,
-                                                 .input = req.start_input,
-                                                 .source = std::string(to_string(req.source)),
-                                                 .source_ref = req.source_ref,
-                                                 .trace = req.trace,
-                                                 .max_attempts = def->options.max_attempts},
-                           .startable = !p.bad_input,
-                           .signal = req.signal,
-                           .payload = req.payload,
-                           .signal_key = req.idempotency_key,
-                           .reuse_after_close = req.reuse == WorkflowIdReuse::kAllowAfterClose};
+  // An input that cannot start a run never goes to the store: it could not
+  // be serialised or stored, and its neighbours in the batch must not pay
+  // for it (the item still signals a run that exists).
+  p.item =
+      NewEntitySignal{.start = NewExecution{.id = new_time_ordered_uuid(),
+                                            .workflow = def->name,
+                                            .workflow_id = req.workflow_id,
+                                            .input = p.bad_input ? Json(nullptr) : req.start_input,
+                                            .source = std::string(to_string(req.source)),
+                                            .source_ref = req.source_ref,
+                                            .trace = req.trace,
+                                            .max_attempts = def->options.max_attempts},
+                      .startable = !p.bad_input,
+                      .signal = req.signal,
+                      .payload = req.payload,
+                      .signal_key = req.idempotency_key,
+                      .reuse_after_close = req.reuse == WorkflowIdReuse::kAllowAfterClose};
   return p;
 }
 
@@ -192,45 +196,71 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
     by_shard[route(s.workflow, s.workflow_id, std::nullopt)].push_back(i);
   }
   bool woke = false;
-  for (const auto& [shard, indices] : by_shard) {
+  for (const auto& [shard, all] : by_shard) {
     std::vector<NewEntitySignal> items;
-    for (size_t i : indices) items.push_back(prepared[i]->item);
+    for (size_t i : all) items.push_back(prepared[i]->item);
     auto conn = pool(shard).acquire();
     auto stored =
         conn ? ExecutionStore(**conn).signal_with_start_batch(items, config_.notify_other_processes)
              : Result<std::vector<StoredEntitySignal>>(fail(conn.error()));
-    for (size_t k = 0; k < indices.size(); ++k) {
-      const size_t i = indices[k];
-      if (!stored) {
-        out[i] = fail(stored.error());
-        continue;
+    // One work list per shard: the batch, or — when the database refused the
+    // batch as a whole although every item passed validation — each item in
+    // a transaction of its own, so only the item at fault fails.
+    std::vector<std::vector<size_t>> rounds{all};
+    std::vector<Result<std::vector<StoredEntitySignal>>> answers;
+    answers.push_back(std::move(stored));
+    if (!answers.front() && is_permanent(answers.front().error()) && all.size() > 1) {
+      log::warn("a batch of {} signal-with-starts was refused ({}); retrying them one by one",
+                all.size(), answers.front().error().describe());
+      rounds.clear();
+      answers.clear();
+      for (size_t i : all) {
+        rounds.push_back({i});
+        auto c = pool(shard).acquire();
+        answers.push_back(c ? ExecutionStore(**c).signal_with_start_batch(
+                                  {&prepared[i]->item, 1}, config_.notify_other_processes)
+                            : Result<std::vector<StoredEntitySignal>>(fail(c.error())));
       }
-      const StoredEntitySignal& s = (*stored)[k];
-      const NewExecution& start = items[k].start;
-      if (s.missing) {
-        out[i] = prepared[i]->bad_input ? fail(Error::invalid_input(fmt::format(
-                                              "start input does not match workflow '{}': {}",
-                                              start.workflow, *prepared[i]->bad_input)))
-                                        : fail(Error::transient_error("execution vanished; retry"));
-        continue;
+    }
+    for (size_t round = 0; round < rounds.size(); ++round) {
+      const std::vector<size_t>& indices = rounds[round];
+      const auto& stored = answers[round];
+      items.clear();
+      for (size_t i : indices) items.push_back(prepared[i]->item);
+      for (size_t k = 0; k < indices.size(); ++k) {
+        const size_t i = indices[k];
+        if (!stored) {
+          out[i] = fail(stored.error());
+          continue;
+        }
+        const StoredEntitySignal& s = (*stored)[k];
+        const NewExecution& start = items[k].start;
+        if (s.missing) {
+          out[i] = prepared[i]->bad_input
+                       ? fail(Error::invalid_input(
+                             fmt::format("start input does not match workflow '{}': {}",
+                                         start.workflow, *prepared[i]->bad_input)))
+                       : fail(Error::transient_error("execution vanished; retry"));
+          continue;
+        }
+        if (s.closed_status) {
+          Error e = closed_run(s.execution_id, start.workflow, start.workflow_id, *s.closed_status);
+          log::warn("signal '{}' to workflow '{}' id '{}' refused ({}): {}", items[k].signal,
+                    start.workflow, start.workflow_id.value_or(""),
+                    start.source_ref.value_or("no source ref"), e.message);
+          config_.metrics->increment(
+              metrics::kEngineSignalsRefused,
+              {{"workflow", workflow_label(start.workflow)}, {"reason", "run_closed"}});
+          out[i] = fail(std::move(e));
+          continue;
+        }
+        woke = woke || !s.duplicate_signal;
+        if (s.started) {
+          config_.metrics->increment(metrics::kEngineStarts,
+                                     {{"workflow", start.workflow}, {"outcome", "started"}});
+        }
+        out[i] = SignalWithStartOutcome{s.execution_id, s.started, s.duplicate_signal, s.run_no};
       }
-      if (s.closed_status) {
-        Error e = closed_run(s.execution_id, start.workflow, start.workflow_id, *s.closed_status);
-        log::warn("signal '{}' to workflow '{}' id '{}' refused ({}): {}", items[k].signal,
-                  start.workflow, start.workflow_id.value_or(""),
-                  start.source_ref.value_or("no source ref"), e.message);
-        config_.metrics->increment(
-            metrics::kEngineSignalsRefused,
-            {{"workflow", workflow_label(start.workflow)}, {"reason", "run_closed"}});
-        out[i] = fail(std::move(e));
-        continue;
-      }
-      woke = woke || !s.duplicate_signal;
-      if (s.started) {
-        config_.metrics->increment(metrics::kEngineStarts,
-                                   {{"workflow", start.workflow}, {"outcome", "started"}});
-      }
-      out[i] = SignalWithStartOutcome{s.execution_id, s.started, s.duplicate_signal, s.run_no};
     }
   }
   if (woke) work_.notify();

@@ -122,7 +122,14 @@ HarvestPlugin& HarvestPlugin::engine_config(engine::EngineConfig config) {
   auto retention = engine_config_.retention;
   auto metrics = engine_config_.metrics;
   engine_config_ = std::move(config);
-  if (explicit_window) engine_config_.start_idempotency_window = window;
+  if (explicit_window) {
+    engine_config_.start_idempotency_window = window;
+  } else if (engine_config_.start_idempotency_window !=
+             engine::EngineConfig{}.start_idempotency_window) {
+    // A window set through the engine config is as deliberate as one set
+    // with start_idempotency_window(): no "left at its default" warning.
+    window_explicit_ = true;
+  }
   if (!engine_config_.metrics) engine_config_.metrics = metrics;
   if (engine_config_.retention.per_workflow.empty() && !engine_config_.retention.max_age) {
     engine_config_.retention = retention;

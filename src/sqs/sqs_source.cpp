@@ -216,6 +216,19 @@ SqsSource::~SqsSource() {
   }
 }
 
+std::vector<Message> SqsSource::take_received_ahead() {
+  std::vector<Message> out;
+  if (!ahead_.valid()) return out;
+  auto batch = ahead_.get();
+  if (!batch) {
+    log::warn("SQS queue {}: the receive-ahead call failed: {}", config_.queue_url(),
+              batch.error().describe());
+    return out;
+  }
+  for (auto& m : *batch) out.push_back(to_message(std::move(m)));
+  return out;
+}
+
 Result<std::vector<SqsMessage>> SqsSource::receive_call(size_t want, int wait_secs) const {
   return client_->receive_message({.queue_url = config_.queue_url(),
                                    .max_messages = static_cast<int>(want),

@@ -54,8 +54,11 @@ class SqsSourceConfig {
   // runtime dispatches, and the next receive() starts from its answer — the
   // broker and the database are busy at once. At most one call ahead, so
   // at most `max_per_receive` extra messages are in flight (invisible) at a
-  // time; they are released (visibility 0) if the source is destroyed with
-  // them unread. Default true.
+  // time. The connector runtime takes them before it samples lag, pauses
+  // for a store outage or stops (dispatching them, or releasing them when
+  // the store is down), so a restart never spends a receive on a message it
+  // does not dispatch; a source destroyed with them unread releases them
+  // (visibility 0). Default true.
   SqsSourceConfig& receive_ahead(bool yes);
   // Client settings used by `connect` (ignored by the constructor, which is
   // given a client): explicit endpoint URL, signing region, credentials.
@@ -126,6 +129,11 @@ class SqsSource final : public connector::EventSource {
   // ChangeMessageVisibilityBatch to 0 in chunks of 10, same error rule.
   [[nodiscard]] Status abandon(const std::vector<connector::Message>& messages) override;
   [[nodiscard]] bool abandon_redelivers() const override { return true; }
+  // Whether a receive-ahead call was sent and not yet taken.
+  [[nodiscard]] bool holds_received_ahead() const override { return ahead_.valid(); }
+  // Waits for the receive-ahead call (at most its 1 s long poll) and returns
+  // what it received; a failed call is logged and gives nothing.
+  [[nodiscard]] std::vector<connector::Message> take_received_ahead() override;
   [[nodiscard]] std::optional<std::string> dead_letter_destination() const override {
     return dead_letter_destination_;
   }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "common/log.hpp"
 #include "engine/worker.hpp"
 #include "support/pg_fixture.hpp"
 
@@ -153,6 +154,28 @@ TEST_F(SurfaceTest, list_executions_filters_and_pages_newest_first) {
   ASSERT_TRUE(api);
   ASSERT_EQ(api->items.size(), 1u);
   EXPECT_EQ(api->items[0].workflow_name, "b");
+}
+
+// Issue 31: a migration pending on any shard is reported, not only shard 0's.
+TEST_F(SurfaceTest, a_migration_pending_on_a_later_shard_is_reported_at_open) {
+  std::string second = extra_database();
+  {
+    auto c = store::Connection::open(second);
+    ASSERT_TRUE(c);
+    ASSERT_TRUE((*c)->exec(
+        "DELETE FROM harvest_schema_migrations WHERE set_name = 'engine' AND version = "
+        "(SELECT max(version) FROM harvest_schema_migrations WHERE set_name = 'engine')"));
+  }
+  log::LogCapture capture;
+  EngineConfig config;
+  config.shard_urls = {db_url(), second};
+  config.profile = "prod";
+  auto engine = Engine::open(config, {});
+  ASSERT_TRUE(engine) << engine.error().message;
+  const auto pending = (*engine)->pending_migrations_at_open();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].set_name, "engine");
+  EXPECT_TRUE(capture.contains({"pending migration", "on shard 1"}));
 }
 
 TEST_F(SurfaceTest, two_shards_route_by_workflow_id_then_key_and_dedupe_on_their_shard) {

@@ -359,3 +359,97 @@ TEST_F(StartTest, starts_are_counted_by_outcome_without_ids_in_labels) {
 
 }  // namespace
 }  // namespace harvest::engine
+
+namespace harvest::engine {
+namespace {
+
+// Issue 31 (CON-18): isolation on the signal-with-start batch path.
+class EntityBatchTest : public testing::PgTest {
+ protected:
+  std::unique_ptr<Engine> open() {
+    WorkflowRegistry r;
+    r.add("session", [](WorkflowContext&, Json) { return 0; });
+    return open_engine(std::move(r));
+  }
+  static SignalWithStartRequest item(int i, Json start = Json::object()) {
+    return SignalWithStartRequest{.workflow = "session",
+                                  .workflow_id = "entity-" + std::to_string(i),
+                                  .start_input = std::move(start),
+                                  .signal = "reading",
+                                  .payload = Json{{"i", i}},
+                                  .idempotency_key = "k-" + std::to_string(i)};
+  }
+};
+
+// A start input that cannot be stored (NUL, invalid UTF-8, too deep) fails
+// its own item with a reason naming the start input; it is never serialised
+// into the batch, so its neighbours are untouched; it still signals a run
+// that exists.
+TEST_F(EntityBatchTest, a_start_input_that_cannot_be_stored_fails_only_its_own_item) {
+  auto engine = open();
+  Json deep = 1;
+  for (int d = 0; d < 200; ++d) deep = Json::array({deep});
+  ASSERT_TRUE(engine->signal_with_start(item(3)));  // entity-3 exists
+  std::vector<SignalWithStartRequest> batch;
+  for (int i = 0; i < 8; ++i) batch.push_back(item(i));
+  batch[1].start_input = Json{{"note", std::string("a\0b", 3)}};
+  batch[2].start_input = Json{{"note", std::string("\xff\xfe")}};
+  batch[5].start_input = deep;
+  batch[3].start_input = Json{{"note", std::string("\xff")}};  // exists: the signal lands
+  batch[3].idempotency_key = "k-3b";
+  auto out = engine->signal_with_start_batch(batch);
+  ASSERT_EQ(out.size(), 8u);
+  for (int i : {0, 3, 4, 6, 7}) {
+    ASSERT_TRUE(out[i]) << i << ": " << out[i].error().message;
+    EXPECT_EQ(out[i]->started, i != 3) << i;
+  }
+  for (int i : {1, 2, 5}) {
+    ASSERT_FALSE(out[i]) << i;
+    EXPECT_EQ(out[i].error().kind, ErrorKind::kInvalidInput) << i;
+    EXPECT_NE(out[i].error().message.find("start input"), std::string::npos)
+        << out[i].error().message;
+  }
+  EXPECT_NE(out[1].error().message.find("NUL"), std::string::npos) << out[1].error().message;
+  EXPECT_NE(out[2].error().message.find("UTF-8"), std::string::npos) << out[2].error().message;
+  EXPECT_NE(out[5].error().message.find("limit of 128"), std::string::npos)
+      << out[5].error().message;
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 6);
+}
+
+// A batch the database refuses as a whole although every item passed
+// validation (here a trigger refuses one workflow_id) is retried item by
+// item: only the item at fault fails, with the database's refusal.
+TEST_F(EntityBatchTest, a_batch_refused_as_a_whole_is_retried_item_by_item) {
+  auto engine = open();
+  ASSERT_TRUE(db().exec_script(R"sql(
+    CREATE OR REPLACE FUNCTION test_refuse_entity() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.workflow_id = 'entity-4' THEN
+        RAISE EXCEPTION 'refused by policy' USING ERRCODE = 'check_violation';
+      END IF;
+      RETURN NEW;
+    END $$;
+    CREATE TRIGGER test_refuse_entity BEFORE INSERT ON harvest_workflow_executions
+      FOR EACH ROW EXECUTE FUNCTION test_refuse_entity();
+  )sql"));
+  std::vector<SignalWithStartRequest> batch;
+  for (int i = 0; i < 8; ++i) batch.push_back(item(i));
+  auto out = engine->signal_with_start_batch(batch);
+  ASSERT_TRUE(db().exec("DROP TRIGGER test_refuse_entity ON harvest_workflow_executions"));
+  ASSERT_EQ(out.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    if (i == 4) {
+      ASSERT_FALSE(out[i]);
+      EXPECT_TRUE(is_permanent(out[i].error())) << out[i].error().describe();
+      continue;
+    }
+    ASSERT_TRUE(out[i]) << i << ": " << out[i].error().message;
+    EXPECT_TRUE(out[i]->started) << i;
+  }
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 7);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 7);
+}
+
+}  // namespace
+}  // namespace harvest::engine

@@ -6,6 +6,7 @@
 // dashboard and the alert rules uses must be in that exposition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/routes.hpp"
 #include "api_fixture.hpp"
 #include "block_yaml.hpp"
 #include "connector/runtime.hpp"
@@ -292,6 +294,43 @@ TEST_F(DashboardTest, every_alert_rule_is_well_formed_and_uses_only_exported_met
     EXPECT_TRUE(names.contains(expected)) << expected;
   }
   for (const auto& q : alert_queries(rules)) check(q);
+  // Every route an alert's text points the operator to exists, with the query
+  // parameter it names (a renamed route must not leave the alert pointing
+  // nowhere). The connector dead-letter alert names its own route.
+  static const std::regex kRoute(R"(GET (/api/harvest/[a-z/-]+)(\?([a-z_]+)=)?)");
+  const auto specs = api::route_specs("/api/harvest");
+  size_t routes_named = 0;
+  for (const auto& group : rules.at("groups")) {
+    for (const auto& rule : group.at("rules")) {
+      const std::string text = rule.at("annotations").dump();
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), kRoute);
+           it != std::sregex_iterator(); ++it) {
+        ++routes_named;
+        const std::string path = (*it)[1];
+        const auto spec = std::ranges::find_if(specs, [&](const api::RouteSpec& r) {
+          return r.method == api::Method::kGet && r.path == path;
+        });
+        ASSERT_NE(spec, specs.end()) << rule.at("alert") << " names GET " << path;
+        if ((*it)[3].matched) {
+          EXPECT_TRUE(std::ranges::find(spec->query_params, std::string_view((*it)[3].str())) !=
+                      spec->query_params.end())
+              << rule.at("alert") << " names query parameter " << (*it)[3];
+        }
+      }
+    }
+  }
+  EXPECT_GE(routes_named, 1u);
+  for (const auto& group : rules.at("groups")) {
+    for (const auto& rule : group.at("rules")) {
+      if (rule.at("alert") == "HarvestConnectorDeadLettersRising") {
+        EXPECT_NE(rule.at("annotations")
+                      .at("description")
+                      .get<std::string>()
+                      .find("/connector-dead-letters"),
+                  std::string::npos);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -133,6 +133,17 @@ TEST_F(PluginTest,
     EXPECT_EQ(capture.count_containing("24 h default"), 0u);
   }
   {
+    log::LogCapture capture;  // a window set through engine_config counts as set
+    engine::EngineConfig config;
+    config.database_url = db_url();
+    config.profile = "test";
+    config.start_idempotency_window = std::chrono::hours(24 * 7);
+    HarvestPlugin p;
+    p.engine_config(config).workflows(connector_workflows());
+    auto app = p.connector(order_binding(), mock("a")).build();
+    EXPECT_EQ(capture.count_containing("24 h default"), 0u);
+  }
+  {
     log::LogCapture capture;  // workflow-id dedupe: the window is not what protects it
     auto app = plugin().connector(order_binding("t", "throttled_order"), mock("a")).build();
     EXPECT_EQ(capture.count_containing("24 h default"), 0u);

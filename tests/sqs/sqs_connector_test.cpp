@@ -615,3 +615,63 @@ TEST_F(SqsConnectorTest, two_bindings_on_one_queue_are_refused_naming_the_queue_
 
 }  // namespace
 }  // namespace harvest::sqs
+
+namespace harvest::sqs {
+namespace {
+
+// Issue 31 / SQS-5: custody. Receive-ahead fetches the next batch while the
+// current one commits; a stop used to release that batch unread, spending a
+// receive on each message, so with maxReceiveCount 2 a few restarts pushed
+// good messages into the DLQ (10 of 200 over 5 stops). Now the runtime
+// dispatches what was received ahead before it stops, so every message is
+// received once and becomes exactly one run.
+class SqsCustodyTest : public harvest::testing::PgTest {
+ protected:
+  sqs::testing::TestQueues queues_;
+};
+
+TEST_F(SqsCustodyTest, restarts_mid_flow_never_push_a_good_message_toward_the_dlq) {
+  auto q = queues_.create_redriven("custody", /*max_receive_count=*/2);
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 200; ++i) bodies.push_back(Json{{"id", std::to_string(i)}}.dump());
+  (void)queues_.send(q.url, bodies);
+  const auto executions = [&] {
+    return scalar("SELECT count(*) FROM harvest_workflow_executions");
+  };
+  auto app_on = [&] {
+    auto source = SqsSource::connect(SqsSourceConfig(q.url)
+                                         .stream("events")
+                                         .endpoint(queues_.endpoint())
+                                         .region("us-east-1")
+                                         .credentials(queues_.credentials())
+                                         .visibility_timeout_secs(120));
+    EXPECT_TRUE(source) << source.error().message;
+    engine::EngineConfig config;
+    config.database_url = db_url();
+    config.profile = "test";
+    plugin::HarvestPlugin p;
+    p.engine_config(config).workflows(sqs_workflows());
+    p.connector_with_config(event_binding().broker_native_dead_letter(), *source,
+                            {.poll_timeout = 200ms, .idle_backoff = 10ms, .max_batch = 10});
+    return p.build();
+  };
+  // Stopped at five different points of the flow, some while a batch is
+  // being committed (the one after it received ahead).
+  for (long long stop_at : {15, 47, 90, 121, 168}) {
+    auto app = app_on();
+    app->start();
+    ASSERT_TRUE(eventually([&] { return executions() >= stop_at; }, 30s)) << stop_at;
+    app->stop();
+  }
+  auto last = app_on();
+  last->start();
+  EXPECT_TRUE(eventually([&] { return executions() == 200; }, 60s)) << executions();
+  last->stop();
+  EXPECT_EQ(executions(), 200) << "every message is exactly one run";
+  EXPECT_EQ(scalar("SELECT count(DISTINCT workflow_id) FROM harvest_workflow_executions"), 200);
+  EXPECT_EQ(queues_.depth(q.url), (QueueDepth{0, 0})) << "every message acked";
+  EXPECT_EQ(queues_.depth(q.dlq_url), (QueueDepth{0, 0})) << "no good message in the DLQ";
+}
+
+}  // namespace
+}  // namespace harvest::sqs
