@@ -36,6 +36,11 @@ endfunction()
 function(harvest_executable name)
   cmake_parse_arguments(E "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${E_SOURCES})
+  if("thread" IN_LIST HARVEST_SANITIZE)
+    # glibc's C11 threads (librdkafka's) bypass ThreadSanitizer's
+    # interceptors; this file routes them through pthreads (see its comment).
+    target_sources(${name} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/tsan_c11_threads.cpp)
+  endif()
   target_compile_features(${name} PRIVATE cxx_std_23)
   target_compile_options(${name} PRIVATE ${HARVEST_WARNING_FLAGS})
   if(E_DEPS)

@@ -35,7 +35,9 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
       metrics_(metrics ? std::move(metrics) : std::make_shared<metrics::NoopMetrics>()),
       mode_(mode),
       config_(std::move(config)),
-      strikes_(binding_->name()) {
+      strikes_(binding_->name()),
+      outage_(binding_->name(), config_.store_probe_initial, config_.store_probe_max,
+              config_.clock ? config_.clock : Clock::steady(), metrics_) {
   if (!config_.clock) config_.clock = Clock::steady();
   if (auto refusals = binding_refusals(*binding_, engine_.workflows(), source_.get(), mode);
       !refusals.empty()) {
@@ -272,7 +274,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::stalled(
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   auto pass = run_pass();
   const metrics::Labels labels = {{"source", binding_->name()}};
-  metrics_->set_gauge(metrics::kConnectorInFlight, labels, static_cast<double>(held_.size()));
+  metrics_->set_gauge(metrics::kConnectorInFlight, labels, static_cast<double>(outage_.held()));
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   metrics_->set_gauge(metrics::kConnectorLastPass, labels,
                       std::chrono::duration<double>(now).count());
@@ -281,7 +283,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
 
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   PassSummary summary;
-  if (!store_unavailable_ && source_->holds_received_ahead() && lag_->due()) {
+  if (!outage_.paused() && source_->holds_received_ahead() && lag_->due()) {
     // A sample is due: what the source received ahead is dispatched first,
     // so no message sits invisible across the sample's broker call.
     dispatch_received_ahead(summary);
@@ -289,24 +291,22 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   }
   // Lag first: a wedged binding's gauge must keep reporting the work it owes.
   lag_->maybe_sample();
-  if (store_unavailable_ && !store_answers()) {
+  if (outage_.paused() && !store_answers()) {
     summary.store_unavailable = true;
     return summary;
   }
-  if (!holding()) maybe_replay();
-  if (!held_.empty()) {
+  if (!outage_.holding()) maybe_replay();
+  if (outage_.held() > 0) {
     // What the outage interrupted goes first, in the order it was received:
     // nothing new is taken until it is durable (or held again).
-    std::vector<Held> held = std::move(held_);
-    held_.clear();
     std::vector<Message> messages;
     std::vector<std::optional<Ticket>> tickets;
-    for (auto& h : held) {
+    for (auto& h : outage_.take_held()) {
       messages.push_back(std::move(h.message));
       tickets.push_back(std::move(h.ticket));
     }
     dispatch(messages, tickets, summary);
-    summary.store_unavailable = store_unavailable_;
+    summary.store_unavailable = outage_.paused();
     return summary;
   }
   // A wedged binding stops pulling batches it could only drop.
@@ -325,7 +325,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   if (messages.empty()) return summary;
   dispatch_received(messages, summary);
   // Held messages are not stalled: the store, not the broker, is holding them.
-  if (holding()) return summary;
+  if (outage_.holding()) return summary;
   forget_revoked();
   if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
   return summary;
@@ -336,7 +336,7 @@ void ConnectorRuntime::dispatch_received(const std::vector<Message>& messages,
   std::vector<std::optional<Ticket>> tickets(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) tickets[i] = ticket_for(tracker_, messages[i]);
   dispatch(messages, tickets, summary);
-  summary.store_unavailable = store_unavailable_;
+  summary.store_unavailable = outage_.paused();
 }
 
 void ConnectorRuntime::dispatch_received_ahead(PassSummary& summary) {
@@ -406,31 +406,13 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
   settle(messages, tickets, results, summary);
 }
 
-void ConnectorRuntime::enter_store_unavailable(size_t held) {
-  probe_delay_ = std::max(config_.store_probe_initial, std::chrono::milliseconds(1));
+void ConnectorRuntime::enter_store_unavailable() {
   release_received_ahead("the store is unreachable");
-  if (store_unavailable_) return;
-  store_unavailable_ = true;
-  unavailable_since_ = config_.clock->now();
-  log::warn(
-      "binding '{}': the store is unreachable; intake paused, {} messages held unacked, probing "
-      "every {}..{} ms",
-      binding_->name(), held, probe_delay_.count(), config_.store_probe_max.count());
-  metrics_->set_gauge(metrics::kConnectorStoreUnavailable, {{"source", binding_->name()}}, 1);
+  outage_.enter();
 }
 
 bool ConnectorRuntime::store_answers() {
-  if (auto probed = engine_.probe_store(); !probed) {
-    probe_delay_ = std::min(probe_delay_ * 2, std::max(config_.store_probe_max, probe_delay_));
-    return false;
-  }
-  store_unavailable_ = false;
-  const auto down = std::chrono::duration_cast<std::chrono::milliseconds>(config_.clock->now() -
-                                                                          unavailable_since_);
-  log::info("binding '{}': the store answers again after {} ms; dispatching {} held messages",
-            binding_->name(), down.count(), held_.size());
-  metrics_->set_gauge(metrics::kConnectorStoreUnavailable, {{"source", binding_->name()}}, 0);
-  return true;
+  return outage_.probed(engine_.probe_store().has_value());
 }
 
 void ConnectorRuntime::settle(const std::vector<Message>& messages,
@@ -476,7 +458,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         ++summary.retried;
         ++unavailable;
         if (tickets[i]) {
-          held_.push_back({m, tickets[i]});
+          outage_.hold(m, tickets[i]);
           ++summary.held;
         }
         break;
@@ -518,7 +500,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
                 to_abandon.size(), a.error().describe());
     }
   }
-  if (unavailable > 0) enter_store_unavailable(held_.size());
+  if (unavailable > 0) enter_store_unavailable();
 }
 
 Status ConnectorRuntime::run(std::stop_token stop) {
@@ -530,7 +512,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // Only progress resets the backoff of failed receives and recoveries.
       if (pass->acked + pass->dead_lettered > 0) backoff = config_.idle_backoff;
       if (pass->store_unavailable) {
-        (void)config_.clock->sleep_for(probe_delay_, stop);
+        (void)config_.clock->sleep_for(outage_.probe_delay(), stop);
       } else if (pass->received + pass->acked + pass->retried + pass->dead_lettered == 0) {
         (void)config_.clock->sleep_for(config_.idle_backoff, stop);
       }
@@ -576,7 +558,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       advances_at_rebuild_ = committed_advances_;
       metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
       tracker_.clear();
-      held_.clear();
+      outage_.drop_held();
       continue;
     }
     log::warn("{}; retrying in {} ms", e.message, backoff.count());
@@ -588,7 +570,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
   // receive on each (SQS-5: restarts never push a good message toward the
   // redrive policy's DLQ).
   if (source_->holds_received_ahead()) {
-    if (store_unavailable_) {
+    if (outage_.paused()) {
       release_received_ahead("the binding is stopping with the store unreachable");
     } else {
       PassSummary last;

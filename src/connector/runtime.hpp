@@ -53,6 +53,7 @@
 #include "connector/dispatch_pool.hpp"
 #include "connector/event_source.hpp"
 #include "connector/lag_sampler.hpp"
+#include "connector/store_outage.hpp"
 #include "connector/strike_counter.hpp"
 #include "connector_dlq/dead_letter_store.hpp"
 #include "engine/engine.hpp"
@@ -181,10 +182,12 @@ class ConnectorRuntime {
   [[nodiscard]] const StrikeCounter& strikes() const { return strikes_; }
   // Whether the runtime is waiting for an unreachable store, and how long it
   // pauses before its next probe.
-  [[nodiscard]] bool store_unavailable() const { return store_unavailable_; }
-  [[nodiscard]] std::chrono::milliseconds store_probe_delay() const { return probe_delay_; }
+  [[nodiscard]] bool store_unavailable() const { return outage_.paused(); }
+  [[nodiscard]] std::chrono::milliseconds store_probe_delay() const {
+    return outage_.probe_delay();
+  }
   // Messages held for dispatch once the store answers again.
-  [[nodiscard]] size_t held() const { return held_.size(); }
+  [[nodiscard]] size_t held() const { return outage_.held(); }
   // Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
   [[nodiscard]] uint64_t recoveries() const { return recoveries_; }
 
@@ -234,10 +237,9 @@ class ConnectorRuntime {
   void settle(const std::vector<Message>& messages,
               const std::vector<std::optional<Ticket>>& tickets, std::vector<Dispatched>& results,
               PassSummary& summary);
-  // Store outage (see the file comment).
-  void enter_store_unavailable(size_t held);
+  // Store outage (see the file comment and StoreOutage).
+  void enter_store_unavailable();
   [[nodiscard]] bool store_answers();
-  [[nodiscard]] bool holding() const { return store_unavailable_ || !held_.empty(); }
   // Drops the commit state of partitions the source no longer owns.
   void forget_revoked();
   std::expected<PassSummary, ConnectorError> stalled(const Stall& s,
@@ -259,15 +261,7 @@ class ConnectorRuntime {
   std::unique_ptr<DispatchPool> pool_;
   std::unique_ptr<DispatchPool> commit_pool_;
   std::unique_ptr<LagSampler> lag_;
-  // Store outage: held messages in batch order with their tickets.
-  struct Held {
-    Message message;
-    std::optional<Ticket> ticket;
-  };
-  std::vector<Held> held_;
-  bool store_unavailable_ = false;
-  std::chrono::milliseconds probe_delay_{0};
-  Clock::time_point unavailable_since_{};
+  StoreOutage outage_;
   uint64_t recoveries_ = 0;
   // Rebuild back-off on the runtime's own evidence (CON-18): how often a
   // committed position advanced (a Kafka commit moved a partition's prefix,

@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "common/deadline_mutex.hpp"
 #include "common/error.hpp"
 #include "connector/event_source.hpp"
 #include "kafka/anchor_book.hpp"
@@ -214,7 +215,7 @@ class KafkaSource final : public connector::EventSource {
 
   // lag()'s own handle, created on first use. Serialised by lag_mu_ (timed,
   // so a second sampler gives up at its deadline rather than queueing).
-  std::timed_mutex lag_mu_;
+  DeadlineMutex lag_mu_;
   std::unique_ptr<RdKafka::KafkaConsumer> lag_handle_;
 };
 

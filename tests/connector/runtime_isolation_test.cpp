@@ -168,3 +168,40 @@ TEST_F(ConnectorTest, max_in_flight_bounds_the_messages_inside_commit_transactio
 
 }  // namespace
 }  // namespace harvest::connector::testing
+
+namespace harvest::connector::testing {
+namespace {
+
+// max_in_flight(1) on an entity binding: each entity's signals are staged in
+// the order their messages sit in the log, across several passes.
+TEST_F(ConnectorTest, max_in_flight_one_keeps_an_entitys_signals_in_log_order) {
+  auto source = std::make_shared<MockSource>("device-telemetry");
+  auto b =
+      SourceBinding::signals_with_start("ordered", "device-telemetry", "device_session", "reading");
+  b.map_json([](const MessageCtx&, engine::Json r) -> MapResult {
+    return MappedMessage{"device-" + r.at("device").get<std::string>(), r};
+  });
+  b.max_in_flight(1);
+  ConnectorRuntimeConfig config;
+  config.max_batch = 7;  // several passes, batches cutting across entities
+  auto rt = runtime(b, source, config);
+  for (int i = 0; i < 60; ++i) {
+    source->push_kafka(0, i, engine::Json{{"device", std::to_string(i % 3)}, {"seq", i}}.dump());
+  }
+  for (int pass = 0; pass < 20 && source->committed(0) != 60; ++pass) ASSERT_TRUE(rt->run_once());
+  ASSERT_EQ(source->committed(0), 60);
+  for (int d = 0; d < 3; ++d) {
+    auto rows = db().exec(
+        "SELECT (s.payload->>'seq')::int FROM harvest_signals s JOIN harvest_workflow_executions "
+        "e ON e.id = s.execution_id WHERE e.workflow_id = $1 ORDER BY s.id",
+        {"device-" + std::to_string(d)});
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->rows(), 20);
+    for (int r = 0; r < rows->rows(); ++r) {
+      EXPECT_EQ(std::stoi(rows->get(r, 0)), d + 3 * r) << "device " << d << ", signal " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace harvest::connector::testing

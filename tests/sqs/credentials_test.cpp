@@ -239,6 +239,7 @@ TEST(CredentialChain, container_full_uri_with_authorization_token) {
   DefaultCredentialsChain chain;
   auto c = chain.credentials();
   ASSERT_TRUE(c) << c.error().message;
+  fake.sync();
   EXPECT_EQ(c->access_key_id, "ASIACONTAINER");
   EXPECT_EQ(c->secret_access_key, "c-secret");
   EXPECT_EQ(c->session_token, "c-token");
@@ -267,6 +268,7 @@ TEST(CredentialChain, container_token_file_wins_over_token_variable) {
   env.set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", env.write_file("eks-token", "from-file\n"));
   auto c = DefaultCredentialsChain().credentials();
   ASSERT_TRUE(c) << c.error().message;
+  fake.sync();
   EXPECT_EQ(seen_authorization, "from-file");
 }
 
@@ -353,6 +355,7 @@ TEST(CredentialChain, imds_v2_token_then_role_then_credentials) {
   env.set("AWS_EC2_METADATA_SERVICE_ENDPOINT", fake.url("/"));
   auto c = DefaultCredentialsChain().credentials();
   ASSERT_TRUE(c) << c.error().message;
+  fake.sync();
   EXPECT_EQ(c->access_key_id, "ASIAIMDS");
   EXPECT_EQ(c->secret_access_key, "imds-secret");
   EXPECT_EQ(c->session_token, "imds-token");
@@ -423,6 +426,7 @@ TEST(CredentialChain, web_identity_exchanges_the_token_file_through_sts) {
   env.set("AWS_ENDPOINT_URL_STS", sts.url("/"));
   auto c = DefaultCredentialsChain().credentials();
   ASSERT_TRUE(c) << c.error().message;
+  sts.sync();
   EXPECT_EQ(c->access_key_id, "ASIASTS");
   EXPECT_EQ(c->secret_access_key, "sts-secret");
   EXPECT_EQ(c->session_token, "sts-session&token");
@@ -485,6 +489,7 @@ TEST(CredentialChain, web_identity_from_the_profile) {
   env.set("AWS_ENDPOINT_URL_STS", sts.url("/"));
   auto c = DefaultCredentialsChain().credentials();
   ASSERT_TRUE(c) << c.error().message;
+  sts.sync();
   EXPECT_EQ(c->access_key_id, "ASIAP");
   EXPECT_EQ(seen_role, "arn:aws:iam::1:role/from-profile");
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,6 +19,10 @@ class FakeHttpServer {
  public:
   explicit FakeHttpServer(const std::function<void(httplib::Server&)>& routes) {
     routes(server_);
+    // Runs on the handler's thread after every route handler, before the
+    // response is written: see sync().
+    server_.set_post_routing_handler(
+        [this](const httplib::Request&, httplib::Response&) { std::lock_guard lock(mu_); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0) throw std::runtime_error("FakeHttpServer: cannot bind 127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -35,6 +40,12 @@ class FakeHttpServer {
   FakeHttpServer(const FakeHttpServer&) = delete;
   FakeHttpServer& operator=(const FakeHttpServer&) = delete;
 
+  // Orders what the handlers did for every response received so far before
+  // what the caller does next. Handlers run on the server's threads, and a
+  // response arriving over a socket is no ordering ThreadSanitizer can see;
+  // a test reads what its handlers recorded after calling this.
+  void sync() const { std::lock_guard lock(mu_); }
+
   [[nodiscard]] int port() const { return port_; }
   // "http://127.0.0.1:<port>" followed by `path`.
   [[nodiscard]] std::string url(const std::string& path = "") const {
@@ -43,6 +54,7 @@ class FakeHttpServer {
 
  private:
   httplib::Server server_;
+  mutable std::mutex mu_;
   int port_ = 0;
   std::thread thread_;
 };

@@ -110,6 +110,7 @@ TEST(SqsClientWire, requests_are_signed_json_1_0_posts_to_the_root) {
   auto attrs =
       client_for(fake)->get_queue_attributes("http://q/0/work", {"ApproximateNumberOfMessages"});
   ASSERT_TRUE(attrs) << attrs.error().message;
+  fake.sync();
   EXPECT_EQ(attrs->at("ApproximateNumberOfMessages"), "3");
 
   auto h = [&](const char* name) {
