@@ -38,10 +38,10 @@ class DeadlineMutex {
     return try_lock_until(std::chrono::steady_clock::now() + timeout);
   }
   void unlock() {
-    {
-      std::lock_guard lock(mu_);
-      held_ = false;
-    }
+    // Notified under the lock: once it is released the next owner may lock,
+    // unlock and destroy this mutex, which std::timed_mutex allows.
+    std::lock_guard lock(mu_);
+    held_ = false;
     cv_.notify_one();
   }
 

@@ -62,9 +62,10 @@ Result<Coordinates> parse_rendered(std::string_view rendered) {
   }
   auto partition = parse_int<int32_t>(rendered.substr(middle + 1, last - middle - 1));
   auto offset = parse_int<int64_t>(rendered.substr(last + 1));
-  if (!partition || !offset) {
+  if (!partition || !offset || *partition < 0) {
     return fail(Error::bad_request(
-        "coordinates 'topic:partition:offset' need a 32-bit partition and a 64-bit offset"));
+        "coordinates 'topic:partition:offset' need a partition from 0 to 2^31-1 and a 64-bit "
+        "offset"));
   }
   return KafkaCoordinates{std::string(rendered.substr(0, middle)), *partition, *offset};
 }
@@ -85,6 +86,10 @@ Result<Coordinates> coordinates_from_json(const Json& j) {
   };
   const auto number = [&](const char* member) -> std::optional<int64_t> {
     if (!j.is_object() || !j.contains(member) || !j[member].is_number_integer()) {
+      return std::nullopt;
+    }
+    if (j[member].is_number_unsigned() &&
+        j[member].get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return std::nullopt;
     }
     return j[member].get<int64_t>();

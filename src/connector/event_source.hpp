@@ -69,6 +69,11 @@ class EventSource {
   [[nodiscard]] virtual std::optional<std::string> dead_letter_destination() const {
     return std::nullopt;
   }
+  // How many receives the broker's redrive policy allows before it moves a
+  // message to that destination (SQS maxReceiveCount), when known. The
+  // runtime counts a message it hands back as dead-lettered once, on the
+  // hand-back after which the broker moves it; earlier ones are retries.
+  [[nodiscard]] virtual std::optional<int> redrive_max_receives() const { return std::nullopt; }
 
   // Positional sources (Kafka): whether this consumer still owns `partition`
   // of `topic` under assignment `generation` (the `Message::generation` its

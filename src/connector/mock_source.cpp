@@ -38,6 +38,11 @@ MockSource& MockSource::dead_letter_destination(std::optional<std::string> desti
   dlq_ = std::move(destination);
   return *this;
 }
+MockSource& MockSource::redrive_max_receives(std::optional<int> receives) {
+  std::lock_guard lock(mu_);
+  max_receives_ = receives;
+  return *this;
+}
 MockSource& MockSource::recoverable(bool can_recover) {
   std::lock_guard lock(mu_);
   recoverable_ = can_recover;
@@ -194,6 +199,11 @@ Status MockSource::abandon(const std::vector<Message>& messages) {
 std::optional<std::string> MockSource::dead_letter_destination() const {
   std::lock_guard lock(mu_);
   return dlq_;
+}
+
+std::optional<int> MockSource::redrive_max_receives() const {
+  std::lock_guard lock(mu_);
+  return max_receives_;
 }
 
 Result<bool> MockSource::recover() {

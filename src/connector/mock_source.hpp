@@ -49,6 +49,8 @@ class MockSource final : public EventSource {
   // Configuration (call before use).
   MockSource& subscription(std::string identity);
   MockSource& dead_letter_destination(std::optional<std::string> destination);
+  // The redrive policy's maxReceiveCount this source reports (default none).
+  MockSource& redrive_max_receives(std::optional<int> receives);
   MockSource& recoverable(bool can_recover);
   // The next `count` recover() calls fail with a transient error (a broker
   // that cannot be reached while the consumer is rebuilt).
@@ -84,6 +86,7 @@ class MockSource final : public EventSource {
   [[nodiscard]] Status abandon(const std::vector<Message>& messages) override;
   [[nodiscard]] bool abandon_redelivers() const override;
   [[nodiscard]] std::optional<std::string> dead_letter_destination() const override;
+  [[nodiscard]] std::optional<int> redrive_max_receives() const override;
   [[nodiscard]] Result<bool> recover() override;
   [[nodiscard]] Result<std::optional<int64_t>> lag(
       std::chrono::steady_clock::time_point deadline) override;
@@ -103,6 +106,7 @@ class MockSource final : public EventSource {
   std::vector<Message> acked_, abandoned_;
   std::string subscription_;
   std::optional<std::string> dlq_;
+  std::optional<int> max_receives_;
   bool recoverable_ = true;
   bool fail_acks_ = false;
   std::chrono::milliseconds lag_delay_{0};

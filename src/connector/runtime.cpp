@@ -56,7 +56,6 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
                           : std::clamp<size_t>(config_.commit_concurrency, 1,
                                                std::max<size_t>(binding_->max_in_flight(), 1));
   commit_pool_ = std::make_unique<DispatchPool>(commit_lanes_);
-  rebuild_backoff_ = config_.idle_backoff;
   lag_ = std::make_unique<LagSampler>(binding_->name(), source_, metrics_,
                                       config_.lag_sample_interval, config_.clock);
   // Every per-binding series exists from the start, so a dashboard or
@@ -424,6 +423,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
   std::vector<size_t> acked_idx;
   std::map<PartitionKey, Message> commits;
   std::vector<Message> to_abandon;
+  std::vector<size_t> handed_back;
   size_t unavailable = 0;
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
@@ -446,9 +446,10 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         break;
       }
       case Verdict::kHandedBack:
-        metrics_->increment(metrics::kConnectorDeadLettered, labels("reason", d.reason));
+        // Counted once it is handed back (below): as dead-lettered on the
+        // hand-back after which the broker moves it, as a retry before.
+        handed_back.push_back(i);
         to_abandon.push_back(m);
-        ++summary.dead_lettered;
         break;
       case Verdict::kHold:
         // Not the message's fault and not a stall: a positional message is
@@ -473,7 +474,9 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
   for (auto& [p, head] : commits) to_ack.push_back(std::move(head));
   if (!to_ack.empty()) {
     if (auto a = source_->ack(to_ack); a) {
-      committed_advances_ += to_ack.size();
+      for (const auto& head : to_ack) {
+        if (auto at = position_of(head.coordinates)) committed_[at->partition] = at->offset + 1;
+      }
     } else {
       // Durable in harvest but not acked: the broker redelivers and the
       // redelivery dedupes to the same execution.
@@ -494,10 +497,28 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
       ++summary.acked;
     }
   }
+  bool handed = true;
   if (!to_abandon.empty()) {
     if (auto a = source_->abandon(to_abandon); !a) {
+      handed = false;
       log::warn("binding '{}': handing {} messages back failed: {}", binding_->name(),
                 to_abandon.size(), a.error().describe());
+    }
+  }
+  // Poison the broker's redrive policy owns: one dead letter per message, on
+  // the hand-back that reaches maxReceiveCount (the broker moves it on its
+  // next receive). Earlier hand-backs, and a hand-back that failed (the
+  // message comes back after its visibility timeout), are retries. With the
+  // limit unknown, every hand-back counts.
+  const auto limit = source_->redrive_max_receives();
+  for (size_t i : handed_back) {
+    const bool last = handed && (!limit || messages[i].receive_count >= *limit);
+    if (last) {
+      metrics_->increment(metrics::kConnectorDeadLettered, labels("reason", results[i].reason));
+      ++summary.dead_lettered;
+    } else {
+      metrics_->increment(metrics::kConnectorRetried, labels("reason", results[i].reason));
+      ++summary.retried;
     }
   }
   if (unavailable > 0) enter_store_unavailable();
@@ -520,18 +541,25 @@ Status ConnectorRuntime::run(std::stop_token stop) {
     }
     const ConnectorError& e = pass.error();
     if (e.kind == ConnectorErrorKind::kStalled) {
-      // Evidence of progress is a committed position that moved since the
-      // last rebuild; replays acknowledged in between moved nothing. Without
-      // it, each further rebuild waits longer (doubling, at most 30 s), so a
-      // group that fails for good slows down instead of storming the broker.
-      if (advances_at_rebuild_ && *advances_at_rebuild_ == committed_advances_) {
-        log::warn("{}; rebuilding the source in {} ms (the last rebuild committed nothing)",
-                  e.message, rebuild_backoff_.count());
-        if (!config_.clock->sleep_for(rebuild_backoff_, stop)) break;
-        rebuild_backoff_ = std::min(rebuild_backoff_ * 2, max_backoff);
+      // Evidence of progress is the stalled partition's committed position
+      // having moved since its last rebuild; replays acknowledged in between,
+      // and commits on other partitions, moved nothing there. Without it,
+      // each further rebuild waits longer (doubling, at most 30 s), so a head
+      // that fails for good slows down instead of storming the broker.
+      const PartitionKey& stalled_on = e.stall->partition;
+      std::optional<int64_t> position;
+      if (auto c = committed_.find(stalled_on); c != committed_.end()) position = c->second;
+      const auto first_pause = std::max(config_.idle_backoff, std::chrono::milliseconds(1));
+      auto previous = rebuilt_.find(stalled_on);
+      std::chrono::milliseconds next_pause = first_pause;
+      if (previous != rebuilt_.end() && previous->second.committed == position) {
+        const auto pause = previous->second.backoff;
+        log::warn("{}; rebuilding the source in {} ms (the last rebuild committed nothing on {})",
+                  e.message, pause.count(), stalled_on.label());
+        if (!config_.clock->sleep_for(pause, stop)) break;
+        next_pause = std::min(pause * 2, max_backoff);
       } else {
         log::warn("{}; rebuilding the source", e.message);
-        rebuild_backoff_ = std::max(config_.idle_backoff, std::chrono::milliseconds(1));
       }
       auto recovered = source_->recover();
       if (!recovered) {
@@ -555,7 +583,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // stale wedge without receiving. Strikes are kept so a repeatedly
       // rejected message still reaches its threshold.
       ++recoveries_;
-      advances_at_rebuild_ = committed_advances_;
+      rebuilt_[stalled_on] = Rebuilt{position, next_pause};
       metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
       tracker_.clear();
       outage_.drop_held();

@@ -263,14 +263,19 @@ class ConnectorRuntime {
   std::unique_ptr<LagSampler> lag_;
   StoreOutage outage_;
   uint64_t recoveries_ = 0;
-  // Rebuild back-off on the runtime's own evidence (CON-18): how often a
-  // committed position advanced (a Kafka commit moved a partition's prefix,
-  // or a message was deleted), and what that count was at the last rebuild.
-  // A rebuild after which nothing advanced waits `rebuild_backoff_` first,
-  // doubling up to 30 s; replays acknowledged in between are no evidence.
-  uint64_t committed_advances_ = 0;
-  std::optional<uint64_t> advances_at_rebuild_;
-  std::chrono::milliseconds rebuild_backoff_{0};
+  // Rebuild back-off on the runtime's own evidence (CON-18), per partition:
+  // the committed position of each partition (the offset after the last
+  // acked prefix head), and, for a partition whose stall rebuilt the source,
+  // that position then and the pause before its next rebuild. A stall on a
+  // partition whose position has not moved since its last rebuild waits that
+  // pause first (doubling up to 30 s); replays acknowledged in between, or
+  // commits on other partitions, are no evidence for it.
+  struct Rebuilt {
+    std::optional<int64_t> committed;
+    std::chrono::milliseconds backoff;
+  };
+  std::map<PartitionKey, int64_t> committed_;
+  std::map<PartitionKey, Rebuilt> rebuilt_;
   // Messages in a group commit at once; groups are sized so that lanes ×
   // group size ≤ max_in_flight (CON-19).
   size_t commit_lanes_ = 1;

@@ -50,12 +50,22 @@ Result<bool> HistoryWriter::submit(RunWrite write) {
       queue_.pop_front();
     }
     lock.unlock();
-    auto outcomes = commit(batch);
+    std::vector<Result<bool>> outcomes;
+    try {
+      outcomes = commit(batch);
+    } catch (...) {
+      // commit() answers every item; should anything still escape, every
+      // item below gets an error rather than a writer left waiting for ever.
+    }
     lock.lock();
     // Outcomes are published under the lock: a waiter re-checks its own only
     // while holding it (woken by this commit or, spuriously, by an earlier
     // one), so it never sees one half-built.
-    for (size_t i = 0; i < batch.size(); ++i) batch[i]->outcome = std::move(outcomes[i]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i]->outcome = i < outcomes.size()
+                              ? std::move(outcomes[i])
+                              : Result<bool>(fail(Error::internal("history write failed")));
+    }
     writes_ += batch.size();
     ++commits_;
     committing_ = false;
@@ -97,6 +107,9 @@ std::vector<Result<bool>> HistoryWriter::commit(const std::vector<Pending*>& bat
     writes.reserve(batch.size());
     for (auto* p : batch) writes.push_back(p->write);
     auto r = store.write_batch(writes);
+    if (r && r->size() != batch.size()) {
+      return all(fail(Error::internal("the store answered a history batch with the wrong count")));
+    }
     if (r) {
       for (size_t i = 0; i < batch.size(); ++i) out.push_back((*r)[i]);
       return out;

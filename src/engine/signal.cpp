@@ -214,17 +214,20 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
                 all.size(), answers.front().error().describe());
       rounds.clear();
       answers.clear();
+      // On the same connection: the batch's transaction is over, and taking
+      // another from the pool while holding this one could starve it.
       for (size_t i : all) {
         rounds.push_back({i});
-        auto c = pool(shard).acquire();
-        answers.push_back(c ? ExecutionStore(**c).signal_with_start_batch(
-                                  {&prepared[i]->item, 1}, config_.notify_other_processes)
-                            : Result<std::vector<StoredEntitySignal>>(fail(c.error())));
+        answers.push_back(ExecutionStore(**conn).signal_with_start_batch(
+            {&prepared[i]->item, 1}, config_.notify_other_processes));
       }
     }
     for (size_t round = 0; round < rounds.size(); ++round) {
       const std::vector<size_t>& indices = rounds[round];
-      const auto& stored = answers[round];
+      auto& stored = answers[round];
+      if (stored && stored->size() != indices.size()) {
+        stored = fail(Error::internal("the store answered a signal batch with the wrong count"));
+      }
       items.clear();
       for (size_t i : indices) items.push_back(prepared[i]->item);
       for (size_t k = 0; k < indices.size(); ++k) {

@@ -163,13 +163,17 @@ void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items
   auto set_all = [&](const Error& e) {
     for (auto* o : outcomes) *o = fail(e);
   };
-  auto conn = pool(shard).acquire();
-  if (!conn) return set_all(conn.error());
   std::vector<NewExecution> batch;
   batch.reserve(items.size());
   for (auto* p : items) batch.push_back(p->exec);
-  auto stored = ExecutionStore(**conn).start_batch(batch, config_.start_idempotency_window,
-                                                   config_.notify_other_processes);
+  // The connection goes back to the pool before any one-by-one retry below,
+  // which takes its own (holding it would starve a small pool).
+  auto stored = [&]() -> Result<std::vector<Result<StoredStart>>> {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    return ExecutionStore(**conn).start_batch(batch, config_.start_idempotency_window,
+                                              config_.notify_other_processes);
+  }();
   if (!stored && is_permanent(stored.error()) && batch.size() > 1) {
     // Something in the batch is refused by the database although it passed
     // validation: commit the others one by one so only that start fails.
@@ -183,6 +187,9 @@ void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items
     return;
   }
   if (!stored) return set_all(stored.error());
+  if (stored->size() != items.size()) {
+    return set_all(Error::internal("the store answered a start batch with the wrong count"));
+  }
   bool started = false;
   for (size_t i = 0; i < items.size(); ++i) {
     auto& s = (*stored)[i];

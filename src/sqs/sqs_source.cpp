@@ -126,6 +126,7 @@ Result<std::shared_ptr<SqsSource>> SqsSource::connect(SqsSourceConfig config) {
   if (!client) return fail(client.error());
 
   std::optional<std::string> destination;
+  std::optional<int> max_receives;
   const std::string& queue = config.queue_url();
   auto attrs = (*client)->get_queue_attributes(queue, {"RedrivePolicy"});
   if (!attrs) {
@@ -148,6 +149,19 @@ Result<std::shared_ptr<SqsSource>> SqsSource::connect(SqsSourceConfig config) {
     if (!policy.is_discarded() && policy.is_object() && policy.contains("deadLetterTargetArn") &&
         policy["deadLetterTargetArn"].is_string()) {
       destination = policy["deadLetterTargetArn"].get<std::string>();
+      // maxReceiveCount is a number, or a number in a string (as the console
+      // and CLI write it).
+      if (const auto& n = policy.value("maxReceiveCount", nlohmann::json());
+          n.is_number_integer()) {
+        max_receives = n.get<int>();
+      } else if (n.is_string()) {
+        int parsed = 0;
+        const auto& text = n.get_ref<const std::string&>();
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+        if (ec == std::errc() && ptr == text.data() + text.size() && parsed > 0) {
+          max_receives = parsed;
+        }
+      }
     } else {
       log::warn("SQS queue {}: unreadable RedrivePolicy '{}'; reporting no dead-letter destination",
                 queue, it->second);
@@ -160,8 +174,10 @@ Result<std::shared_ptr<SqsSource>> SqsSource::connect(SqsSourceConfig config) {
         "RedrivePolicy; reporting no dead-letter destination",
         queue);
   }
-  return std::shared_ptr<SqsSource>(
+  auto source = std::shared_ptr<SqsSource>(
       new SqsSource(std::move(*client), std::move(config), std::move(destination)));
+  source->redrive_max_receives_ = max_receives;
+  return source;
 }
 
 SqsSource::SqsSource(std::shared_ptr<SqsClient> client, SqsSourceConfig config)

@@ -137,6 +137,11 @@ class SqsSource final : public connector::EventSource {
   [[nodiscard]] std::optional<std::string> dead_letter_destination() const override {
     return dead_letter_destination_;
   }
+  // The RedrivePolicy's maxReceiveCount, as `connect` probed it; unknown for
+  // a source built by the constructor (a declared policy).
+  [[nodiscard]] std::optional<int> redrive_max_receives() const override {
+    return redrive_max_receives_;
+  }
   // ApproximateNumberOfMessages + ApproximateNumberOfMessagesNotVisible, the
   // whole queue's owed work; std::nullopt once `deadline` has passed (the
   // call's timeout is the time left).
@@ -170,6 +175,7 @@ class SqsSource final : public connector::EventSource {
   SqsSourceConfig config_;
   std::string stream_;
   std::optional<std::string> dead_letter_destination_;
+  std::optional<int> redrive_max_receives_;
   // The receive-ahead call under way, if any (consumer thread only).
   std::future<Result<std::vector<SqsMessage>>> ahead_;
 };

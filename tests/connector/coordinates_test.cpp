@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "connector/dedupe_key.hpp"
 
 namespace harvest::connector {
@@ -49,7 +51,7 @@ TEST(Coordinates, render_and_parse_rendered_are_exact_inverses) {
 TEST(Coordinates, unreadable_rendered_forms_are_refused_naming_the_form) {
   for (std::string_view bad :
        {"", "orders", "orders:3", ":3:4", "orders:x:4", "orders:3:4x", "orders:99999999999:1",
-        "orders:1:99999999999999999999", "#id", "queue#"}) {
+        "orders:1:99999999999999999999", "orders:-1:5", "#id", "queue#"}) {
     auto r = parse_rendered(bad);
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().kind, ErrorKind::kBadRequest) << bad;
@@ -70,7 +72,11 @@ TEST(Coordinates, the_structured_form_round_trips_and_refuses_what_it_cannot_rea
        {Json(nullptr), Json("orders:1:2"), Json{{"kind", "nats"}},
         Json{{"kind", "kafka"}, {"topic", "t"}, {"partition", "1"}, {"offset", 2}},
         Json{{"kind", "kafka"}, {"topic", "t"}, {"partition", -1}, {"offset", 2}},
-        Json{{"kind", "sqs"}, {"queue_url", "q"}}}) {
+        Json{{"kind", "sqs"}, {"queue_url", "q"}},
+        Json{{"kind", "kafka"},
+             {"topic", "t"},
+             {"partition", 1},
+             {"offset", std::numeric_limits<uint64_t>::max()}}}) {
     auto r = coordinates_from_json(bad);
     ASSERT_FALSE(r) << bad.dump();
     EXPECT_EQ(r.error().kind, ErrorKind::kBadRequest);

@@ -3,6 +3,7 @@
 // that commits nothing backs off; max_in_flight bounds messages in commit.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <thread>
 
@@ -104,6 +105,40 @@ TEST_F(ConnectorTest, rebuilds_that_commit_nothing_back_off_whatever_replays_wer
   EXPECT_EQ(executions(), 9) << "each message behind the head started once";
   EXPECT_LT(capture.messages().size(), 100u) << "bounded logging";
   EXPECT_TRUE(capture.contains({"rebuilding the source in", "the last rebuild committed nothing"}));
+}
+
+// The evidence is per partition: commits on another partition say nothing
+// about the stalled one. Partition 0's head never settles while partition 1
+// receives and commits a new message every 50 ms; rebuilds for partition 0
+// still back off (they used to count partition 1's commits as progress).
+TEST_F(ConnectorTest, commits_on_another_partition_do_not_reset_a_stalled_partitions_back_off) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto b = order_binding();
+  b.poison_threshold(0);
+  ConnectorRuntimeConfig config;
+  config.idle_backoff = 200ms;
+  auto rt = runtime(b, source, config);
+  source->push_kafka(0, 0, order_json("reject-head"));
+  std::atomic<bool> feeding{true};
+  std::jthread feeder([&] {
+    for (int i = 0; feeding; ++i) {
+      source->push_kafka(1, i, order_json("P1-" + std::to_string(i)));
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  std::stop_source stop;
+  std::jthread consumer([&] { EXPECT_TRUE(rt->run(stop.get_token())); });
+  std::this_thread::sleep_for(10s);
+  stop.request_stop();
+  consumer.join();
+  feeding = false;
+  feeder.join();
+  // Rebuilds at 0, then after 0.2, 0.4, 0.8, 1.6, 3.2 s (6.2 s in all); the
+  // next would wait 6.4 s more.
+  EXPECT_GE(source->recoveries(), 4);
+  EXPECT_LE(source->recoveries(), 7);
+  EXPECT_EQ(source->committed(0), std::nullopt);
+  EXPECT_GT(source->committed(1).value_or(0), 50) << "partition 1 kept committing, pass by pass";
 }
 
 // CON-19: max_in_flight bounds messages being committed, not only mapped.

@@ -663,6 +663,33 @@ TEST_F(ConnectorTest, broker_native_dead_letter_hands_poison_back_without_a_harv
   EXPECT_TRUE(source->acked().empty());
 }
 
+// Issue 31: a message the broker's redrive policy owns is one dead letter,
+// counted on the hand-back that reaches maxReceiveCount; the hand-backs
+// before it are retries (they were counted as dead letters each time).
+TEST_F(ConnectorTest, a_broker_native_dead_letter_is_counted_once_at_max_receive_count) {
+  auto source = std::make_shared<MockSource>("orders.placed", MockSource::Kind::kRedelivering);
+  source->dead_letter_destination("arn:aws:sqs:us-east-1:000000000000:orders-dlq");
+  source->redrive_max_receives(3);
+  auto b = order_binding();
+  b.broker_native_dead_letter();
+  auto rt = runtime(b, source);
+  source->push_sqs("not json");
+  const L undecodable{{"source", "orders"}, {"reason", "undecodable"}};
+  for (int receive = 1; receive <= 3; ++receive) {
+    SCOPED_TRACE(receive);
+    auto s = rt->run_once();
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->received, 1u);
+    EXPECT_EQ(s->dead_lettered, receive == 3 ? 1u : 0u);
+    EXPECT_EQ(s->retried, receive == 3 ? 0u : 1u);
+    EXPECT_EQ(metrics_->counter(metrics::kConnectorDeadLettered, undecodable),
+              receive == 3 ? 1 : 0);
+    EXPECT_EQ(metrics_->counter(metrics::kConnectorRetried, undecodable),
+              receive == 3 ? 2 : receive);
+  }
+  EXPECT_EQ(source->abandoned().size(), 3u);
+}
+
 }  // namespace
 }  // namespace harvest::connector::testing
 

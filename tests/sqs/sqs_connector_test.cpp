@@ -344,8 +344,13 @@ TEST_F(SqsConnectorTest, broker_native_dead_letter_moves_poison_to_the_redrive_d
   EXPECT_EQ(harvest_dead_letters(), 0) << "the broker owns poison in this mode";
   EXPECT_EQ(metrics_->counter(metrics::kConnectorDeadLettered,
                               L{{"source", "events"}, {"reason", "undecodable"}}),
-            2)
-      << "handed back once per receive up to maxReceiveCount";
+            1)
+      << "one message, one dead letter: counted on the hand-back that reaches maxReceiveCount";
+  EXPECT_EQ(metrics_->counter(metrics::kConnectorRetried,
+                              L{{"source", "events"}, {"reason", "undecodable"}}),
+            1)
+      << "the first hand-back (receive 1 of 2) is a retry";
+  EXPECT_EQ((*source)->redrive_max_receives(), 2) << "probed from the RedrivePolicy";
   EXPECT_EQ(queues_.depth(q.url), (QueueDepth{0, 0}));
 }
 
