@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -126,21 +128,37 @@ inline std::string difference(const std::vector<std::string>& alone,
   return out;
 }
 
+// The seed of a run: HARVEST_FUZZ_SEED when set (to replay a failure), else
+// a fresh one; printed under `test`'s name either way.
+inline uint64_t fuzz_seed(const char* test) {
+  uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("HARVEST_FUZZ_SEED")) seed = std::strtoull(s, nullptr, 10);
+  std::printf("%s seed=%llu (HARVEST_FUZZ_SEED replays it)\n", test,
+              static_cast<unsigned long long>(seed));
+  return seed;
+}
+
 // A trial: the messages (JSON bodies) and the kind drawn for each.
 struct Trial {
   std::vector<std::string> messages;
   std::vector<Kind> kinds;
 };
 
-// About half good, the rest spread over the bad kinds; a repeat names an
-// earlier message's workflow id.
+// About half good, the rest spread over the bad kinds; a repeat names the
+// workflow id of an earlier message of its own partition (message i goes to
+// partition i % kPartitions). Messages naming one id then share a partition,
+// whose order the broker keeps; across partitions it keeps none (a real
+// consumer interleaves them as it likes), so no outcome may depend on it.
 inline Trial generate(std::mt19937_64& rng, size_t n, std::map<int, size_t>& kinds_seen) {
   Trial t;
   for (size_t i = 0; i < n; ++i) {
     Kind k = rng() % 2 == 0 ? kGood : static_cast<Kind>(1 + rng() % (kKinds - 1));
-    if (k == kRepeatId && i == 0) k = kGood;
+    if (k == kRepeatId && i < static_cast<size_t>(kPartitions)) k = kGood;
     Json m = {{"i", i}, {"k", static_cast<int>(k)}, {"in_start", rng() % 2 == 0}};
-    if (k == kRepeatId) m["ref"] = rng() % i;
+    if (k == kRepeatId) {
+      const size_t earlier = i / kPartitions;  // same-partition messages before i
+      m["ref"] = i - kPartitions * (1 + rng() % earlier);
+    }
     t.messages.push_back(m.dump());
     t.kinds.push_back(k);
     ++kinds_seen[k];

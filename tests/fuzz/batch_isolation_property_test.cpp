@@ -60,10 +60,7 @@ class BatchIsolationProperty : public ConnectorTest {
 };
 
 TEST_F(BatchIsolationProperty, each_message_of_a_mixed_batch_gets_the_outcome_it_gets_alone) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("HARVEST_FUZZ_SEED")) seed = std::strtoull(s, nullptr, 10);
-  std::printf("BatchIsolationProperty seed=%llu (HARVEST_FUZZ_SEED replays it)\n",
-              static_cast<unsigned long long>(seed));
+  const uint64_t seed = fuzz_seed("BatchIsolationProperty");
   std::mt19937_64 rng(seed);
   constexpr size_t kPerConfig = 1700;  // 6 configurations: 10,200 messages batched
   size_t total = 0;

@@ -48,10 +48,7 @@ class KafkaBatchIsolation : public KafkaConnectorTest {
 };
 
 TEST_F(KafkaBatchIsolation, each_record_of_a_mixed_batch_gets_the_outcome_it_gets_alone) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("HARVEST_FUZZ_SEED")) seed = std::strtoull(s, nullptr, 10);
-  std::printf("KafkaBatchIsolation seed=%llu (HARVEST_FUZZ_SEED replays it)\n",
-              static_cast<unsigned long long>(seed));
+  const uint64_t seed = fuzz_seed("KafkaBatchIsolation");
   std::mt19937_64 rng(seed);
   std::map<int, size_t> kinds_seen;
   size_t total = 0;
