@@ -203,8 +203,13 @@ cmd_start() {
   java_opts
 
   local cluster_id
-  # 16 random bytes, base64url without padding = a Kafka Uuid string.
-  cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  # 16 random bytes, base64url without padding = a Kafka Uuid string. One in
+  # 64 begins with '-', which the storage tool's argument parser takes for an
+  # option ("--cluster-id: expected one argument"): draw again.
+  cluster_id=-
+  while [[ $cluster_id == -* ]]; do
+    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  done
   log "Kafka $KAFKA_VERSION: formatting KRaft storage in $STATE_DIR/data (cluster id $cluster_id)"
   if ! java "${JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$STATE_DIR/log4j2-tools.properties" \
       -cp "$LIBS/*" kafka.tools.StorageTool format -t "$cluster_id" \
