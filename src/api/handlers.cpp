@@ -293,6 +293,75 @@ ApiResponse Handlers::signal(const ApiRequest& req, engine::SignalTarget target,
   }());
 }
 
+ApiResponse Handlers::cancel_execution(const ApiRequest& req) {
+  return stop(req, false);
+}
+
+ApiResponse Handlers::terminate_execution(const ApiRequest& req) {
+  return stop(req, true);
+}
+
+ApiResponse Handlers::cancel_executions(const ApiRequest& req) {
+  return stop_where(req, false);
+}
+
+ApiResponse Handlers::terminate_executions(const ApiRequest& req) {
+  return stop_where(req, true);
+}
+
+ApiResponse Handlers::stop(const ApiRequest& req, bool terminate) {
+  return respond([&]() -> Result<ApiResponse> {
+    auto body = Body::parse(req.body, json_, false, body_fields::kStop);
+    if (!body) return fail(body.error());
+    auto reason = body->required_string("reason");
+    if (!reason) return fail(reason.error());
+    auto by = body->string("requested_by");
+    if (!by) return fail(by.error());
+    engine::StopRequest stop{.execution_id = req.params.at(0),
+                             .reason = std::move(*reason),
+                             .requested_by = by->value_or("api")};
+    auto r = terminate ? engine_.terminate(stop) : engine_.cancel(stop);
+    if (!r) return fail(r.error());
+    // A new cancel request is accepted, not done: the run ends when it sees
+    // it at its next durable operation.
+    const int status = r->kind == engine::StopOutcomeKind::kRequested ? 202 : 200;
+    return json_response(status, Json{{"execution_id", r->execution_id},
+                                      {"outcome", engine::to_string(r->kind)},
+                                      {"status", r->status}});
+  }());
+}
+
+ApiResponse Handlers::stop_where(const ApiRequest& req, bool terminate) {
+  return respond([&]() -> Result<ApiResponse> {
+    auto body = Body::parse(req.body, json_, false, body_fields::kBulkStop);
+    if (!body) return fail(body.error());
+    auto workflow = body->required_string("workflow");
+    if (!workflow) return fail(workflow.error());
+    auto status = body->string("status");
+    if (!status) return fail(status.error());
+    auto reason = body->required_string("reason");
+    if (!reason) return fail(reason.error());
+    auto by = body->string("requested_by");
+    if (!by) return fail(by.error());
+    bool dry_run = false;
+    if (auto d = body->value("dry_run"); d && !d->is_null()) {
+      if (!d->is_boolean()) {
+        return fail(Error::bad_request(
+            fmt::format("field 'dry_run' must be a boolean, not {}", d->type_name())));
+      }
+      dry_run = d->get<bool>();
+    }
+    engine::StopFilter filter{.workflow = std::move(*workflow), .status = std::move(*status)};
+    const std::string who = by->value_or("api");
+    auto r = terminate ? engine_.terminate_where(filter, *reason, who, dry_run)
+                       : engine_.cancel_where(filter, *reason, who, dry_run);
+    if (!r) return fail(r.error());
+    return json_response(200, Json{{"matched", r->matched},
+                                   {terminate ? "terminated" : "cancel_requested", r->stopped},
+                                   {"dry_run", r->dry_run}});
+  }());
+}
+
 ApiResponse Handlers::get_execution(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
     if (auto ok = check_query(req, {}); !ok) return fail(ok.error());

@@ -66,6 +66,13 @@ class Handlers {
   [[nodiscard]] ApiResponse signal_execution(const ApiRequest& req);
   // POST {prefix}/workflows/{name}/executions/{workflow_id}/signals/{signal}
   [[nodiscard]] ApiResponse signal_workflow(const ApiRequest& req);
+  // POST {prefix}/executions/{id}/cancel|terminate {reason, requested_by}
+  [[nodiscard]] ApiResponse cancel_execution(const ApiRequest& req);
+  [[nodiscard]] ApiResponse terminate_execution(const ApiRequest& req);
+  // POST {prefix}/executions/cancel|terminate {workflow, status, reason,
+  // requested_by, dry_run}
+  [[nodiscard]] ApiResponse cancel_executions(const ApiRequest& req);
+  [[nodiscard]] ApiResponse terminate_executions(const ApiRequest& req);
   // GET {prefix}/executions/{id}
   [[nodiscard]] ApiResponse get_execution(const ApiRequest& req);
   // GET {prefix}/executions?workflow=&status=&start_source=&limit=&cursor=
@@ -90,6 +97,8 @@ class Handlers {
  private:
   [[nodiscard]] ApiResponse signal(const ApiRequest& req, engine::SignalTarget target,
                                    const std::string& name);
+  [[nodiscard]] ApiResponse stop(const ApiRequest& req, bool terminate);
+  [[nodiscard]] ApiResponse stop_where(const ApiRequest& req, bool terminate);
 
   engine::Engine& engine_;
   // Over the engine's first shard, which holds the connector's tables.

@@ -63,6 +63,25 @@ std::vector<RouteSpec> route_specs(std::string_view prefix) {
                      {200, 404, 409}));
   out.back().body_fields = body_fields::kSignal;
 
+  // ENG-17. Cancel: 202 recorded (the run sees it at its next durable
+  // operation), 200 already requested; terminate: 200. 404 no such
+  // execution; 409 a closed run.
+  out.push_back(spec("cancel_execution", Method::kPost, p + "/executions/{execution_id}/cancel",
+                     {200, 202, 404, 409}));
+  out.back().body_fields = body_fields::kStop;
+  out.back().required_body_fields = {"reason"};
+  out.push_back(spec("terminate_execution", Method::kPost,
+                     p + "/executions/{execution_id}/terminate", {200, 404, 409}));
+  out.back().body_fields = body_fields::kStop;
+  out.back().required_body_fields = {"reason"};
+  // Every open run of a workflow (optionally of one status); dry_run counts.
+  out.push_back(spec("cancel_executions", Method::kPost, p + "/executions/cancel", {200}));
+  out.back().body_fields = body_fields::kBulkStop;
+  out.back().required_body_fields = {"workflow", "reason"};
+  out.push_back(spec("terminate_executions", Method::kPost, p + "/executions/terminate", {200}));
+  out.back().body_fields = body_fields::kBulkStop;
+  out.back().required_body_fields = {"workflow", "reason"};
+
   out.push_back(spec("get_execution", Method::kGet, p + "/executions/{execution_id}", {200, 404}));
   out.push_back(spec("list_executions", Method::kGet, p + "/executions", {200}));
   out.back().query_params = query_params::kListExecutions;

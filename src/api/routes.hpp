@@ -28,6 +28,10 @@ inline constexpr std::array<std::string_view, 6> kConnectorDeadLetterPurge = {
     "id", "binding", "stream", "reason", "since", "until"};
 inline constexpr std::array<std::string_view, 7> kConnectorDeadLetterReplay = {
     "id", "binding", "stream", "reason", "since", "until", "requested_by"};
+// Cancel / terminate one run, and the bulk forms (ENG-17).
+inline constexpr std::array<std::string_view, 2> kStop = {"reason", "requested_by"};
+inline constexpr std::array<std::string_view, 5> kBulkStop = {"workflow", "status", "reason",
+                                                              "requested_by", "dry_run"};
 }  // namespace body_fields
 
 // Query parameters each route accepts (any other parameter is a 400).

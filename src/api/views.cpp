@@ -84,6 +84,7 @@ Json to_json(const engine::EngineDeadLetter& d) {
   return Json{{"execution_id", d.execution_id},
               {"workflow", d.workflow_name},
               {"workflow_id", opt(d.workflow_id)},
+              {"reason", d.reason},
               {"error", d.error},
               {"attempts", d.attempts},
               {"failed_at", d.failed_at},

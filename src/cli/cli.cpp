@@ -12,6 +12,7 @@
 #include "cli/connector_dlq.hpp"
 #include "cli/connectors_status.hpp"
 #include "cli/output.hpp"
+#include "cli/steer.hpp"
 #include "common/strings.hpp"
 #include "common/version.hpp"
 #include "engine/engine.hpp"
@@ -252,6 +253,7 @@ struct Options {
   CLI::App* shards_cmd = nullptr;
   ConnectorDlqOptions connector_dlq;
   ConnectorsOptions connectors;
+  SteerOptions steer;
 };
 
 }  // namespace
@@ -284,6 +286,7 @@ int execute(Options& o, std::ostream& out, std::ostream& err) {
     return list_executions(e, o.filter, o.json, out, err);
   }
   if (o.show_cmd->parsed()) return show_execution(e, o.execution_id, o.json, out, err);
+  if (o.steer.parsed()) return run_steer(e, o.steer, o.json, out, err);
   if (o.dlq_list->parsed()) return list_dead_letters(e, o.dlq_limit, o.json, out, err);
   if (o.dlq_replay->parsed()) return replay(e, o.replay_id, o.json, out, err);
   if (o.connector_dlq.parsed()) return run_connector_dlq(e, o.connector_dlq, o.json, out, err);
@@ -311,12 +314,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.migrate_cmd = app.add_subcommand("migrate", "apply pending migrations of every module");
   o.migrate_cmd->add_flag("--dry-run", o.dry_run, "only list pending migrations");
 
-  auto* executions = app.add_subcommand("executions", "read workflow executions");
+  auto* executions = app.add_subcommand("executions", "read and steer workflow executions");
   executions->require_subcommand(1);
   o.list_cmd = executions->add_subcommand("list", "list executions, newest first");
   o.list_cmd->add_option("--workflow", o.workflow, "only this workflow type");
   o.list_cmd->add_option("--status", o.status,
-                         "only this status (pending, running, waiting, completed, failed)");
+                         "only this status (pending, running, waiting, completed, failed, "
+                         "cancelled, terminated)");
   o.list_cmd->add_option("--start-source", o.source,
                          "only this start source (api, client, broker…)");
   o.list_cmd->add_option("--limit", o.filter.limit, "page size, 1..500")
@@ -325,6 +329,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.list_cmd->add_option("--cursor", o.cursor, "the next page's cursor from a previous listing");
   o.show_cmd = executions->add_subcommand("show", "one execution with its history");
   o.show_cmd->add_option("id", o.execution_id, "execution id")->required();
+  add_steer_commands(*executions, o.steer);
 
   auto* dlq = app.add_subcommand("dlq", "the engine's dead letters (runs that exhausted retries)");
   dlq->require_subcommand(1);

@@ -22,8 +22,30 @@ Clock::time_point from_ms(long long ms) {
 
 const RecordedOp* RunState::next_recorded(const std::string& kind, const std::string& name) {
   auto it = run_.ops.find(cursor_);
-  if (it == run_.ops.end()) return nullptr;
+  if (it == run_.ops.end()) {
+    if (cancel_ && cancel_->load() && !cancel_delivered_) {
+      // Delivered here, once: recorded first, so a replay delivers it at
+      // this same position.
+      std::string reason;
+      {
+        auto conn = engine_.pool(shard_).acquire();
+        if (!conn) throw HistoryUnavailable{conn.error()};
+        auto r = ExecutionStore(**conn).cancel_reason(run_.id);
+        if (!r) throw HistoryUnavailable{r.error()};
+        reason = std::move(*r);
+      }
+      record("Cancelled", name, Json{{"reason", reason}, {"at", kind}});
+      cancel_delivered_ = true;
+      throw Cancelled(reason);
+    }
+    return nullptr;
+  }
   const RecordedOp& op = it->second;
+  if (op.kind == "Cancelled") {
+    ++cursor_;
+    cancel_delivered_ = true;
+    throw Cancelled(op.payload.value("reason", ""));
+  }
   // A signal op records either a reception or a timeout; a step its result.
   bool kind_ok = op.kind == kind || (kind == "SignalReceived" && op.kind == "SignalTimedOut");
   if (!kind_ok || op.name != name) {
@@ -77,6 +99,9 @@ const std::optional<std::string>& WorkflowContext::workflow_id() const {
 }
 int WorkflowContext::attempt() const {
   return state_.run().attempt;
+}
+bool WorkflowContext::cancelled() const {
+  return state_.cancel_delivered();
 }
 
 Json WorkflowContext::step_json(const std::string& name, const std::function<Json()>& fn) {

@@ -127,6 +127,26 @@ class Engine {
   // completed are not executed again), with a fresh attempt budget.
   // NotFound when the execution is not in the dead letters.
   [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);
+  // ENG-17 (steer.cpp). Cancel: recorded on an open run, which sees it at
+  // its next durable operation and ends `cancelled`; a repeat while it is
+  // pending, or on a run already cancelled, is kAlreadyRequested. Terminate:
+  // the run is `terminated` now; a repeat is kAlreadyTerminated. Errors:
+  // kBadRequest a reason (or requested_by) empty, over kMaxStopReason or not
+  // UTF-8; kNotFound no such execution (on any shard); kConflict the run is
+  // closed otherwise (completed, failed, or terminated/cancelled for the
+  // other call).
+  [[nodiscard]] Result<StopOutcome> cancel(const StopRequest& request);
+  [[nodiscard]] Result<StopOutcome> terminate(const StopRequest& request);
+  // Every open run matching `filter` on every shard; with `dry_run` only
+  // counts them. kBadRequest for a status other than pending, running or
+  // waiting, or a bad reason.
+  [[nodiscard]] Result<BulkStopOutcome> cancel_where(const StopFilter& filter,
+                                                     const std::string& reason,
+                                                     const std::string& requested_by, bool dry_run);
+  [[nodiscard]] Result<BulkStopOutcome> terminate_where(const StopFilter& filter,
+                                                        const std::string& reason,
+                                                        const std::string& requested_by,
+                                                        bool dry_run);
   // Probes every shard.
   [[nodiscard]] std::vector<ShardStatus> shard_status();
   // One cheap round trip (`SELECT 1`) on every shard: success when each
@@ -201,6 +221,10 @@ class Engine {
   // The shard holding `execution_id`, found by asking each in turn.
   Result<std::optional<size_t>> locate(const std::string& execution_id);
   Result<int> fire_deferred_on(size_t shard);
+  // steer.cpp
+  Result<StopOutcome> stop(const StopRequest& request, bool terminate);
+  Result<BulkStopOutcome> stop_where(const StopFilter& filter, const std::string& reason,
+                                     const std::string& requested_by, bool dry_run, bool terminate);
   Status probe_shard(size_t shard);
 
   EngineConfig config_;

@@ -27,6 +27,10 @@
 #include "engine/types.hpp"
 #include "store/pg.hpp"
 
+// The closed statuses as an SQL list, for `status IN ...` (see
+// is_closed_status in types.hpp).
+#define HARVEST_CLOSED_STATUSES "('completed', 'failed', 'cancelled', 'terminated')"
+
 namespace harvest::engine {
 
 // One execution to create: the row, its WorkflowStarted event and (when
@@ -95,7 +99,11 @@ struct ClaimedRun {
   long long signal_seq = 0;
   bool entity_reuse = false;          // created by signal-with-start under allow_after_close
   std::optional<TraceContext> trace;  // the start's trace context
-  std::map<int, RecordedOp> ops;      // op_seq -> recorded result
+  bool cancel_requested = false;      // an operator asked the run to cancel (ENG-17)
+  // Takeovers in a row from a holder that recorded no outcome, this claim
+  // included when it was one (ENG-18).
+  int crash_count = 0;
+  std::map<int, RecordedOp> ops;  // op_seq -> recorded result
 };
 
 // Rows of a listing page, before the engine merges shards.
@@ -223,9 +231,54 @@ class ExecutionStore {
                                      long long until_ms);
   // Hands the run back to be retried after `delay` without spending an attempt.
   [[nodiscard]] Result<bool> release(const Fence& fence, std::chrono::milliseconds delay);
-  // Extends the leases named by `tokens` (of running executions).
-  [[nodiscard]] Status renew_leases(const std::vector<std::string>& tokens,
-                                    std::chrono::milliseconds lease);
+  // Extends the leases named by `tokens` (of running executions); returns
+  // the tokens among them whose run has a cancel request, so the worker
+  // executing it delivers the cancellation at its next durable operation.
+  [[nodiscard]] Result<std::vector<std::string>> renew_leases(
+      const std::vector<std::string>& tokens, std::chrono::milliseconds lease);
+  // Fails a run whose takeovers reached its poison-pill threshold into the
+  // engine's dead letters with reason `crashed_worker` (fenced).
+  [[nodiscard]] Result<bool> fail_crashed(const Fence& fence, const std::string& error);
+
+  // ---- operators: cancel and terminate (execution_store_steer.cpp) --------
+
+  // What a cancel or terminate found. std::nullopt from the calls below:
+  // no such execution.
+  struct StopResult {
+    std::string workflow;           // the run's workflow name
+    std::string status;             // the status before the call
+    bool cancel_requested = false;  // a cancel request was recorded before the call
+    bool changed = false;           // this call recorded the request / terminated the run
+  };
+  // Records a cancel request on an open run with its CancelRequested event
+  // ({reason, requested_by}) and makes a pending or waiting run runnable now
+  // (it sees the request when it replays to its next durable operation);
+  // NOTIFYs workers. Nothing changes on a closed run or a repeated request.
+  [[nodiscard]] Result<std::optional<StopResult>> request_cancel(const std::string& execution_id,
+                                                                 const std::string& reason,
+                                                                 const std::string& by);
+  // Ends an open run as `terminated` now, with its WorkflowTerminated event.
+  // Its lease is cleared, so the worker executing it fails its next fenced
+  // write and stops.
+  [[nodiscard]] Result<std::optional<StopResult>> terminate(const std::string& execution_id,
+                                                            const std::string& reason,
+                                                            const std::string& by);
+  // Open runs matching `filter`.
+  [[nodiscard]] Result<long long> count_open(const StopFilter& filter);
+  // The bulk forms: every open run matching `filter`, in transactions of at
+  // most 1,000 runs; returns how many changed, per workflow name.
+  [[nodiscard]] Result<std::map<std::string, long long>> request_cancel_where(
+      const StopFilter& filter, const std::string& reason, const std::string& by);
+  [[nodiscard]] Result<std::map<std::string, long long>> terminate_where(const StopFilter& filter,
+                                                                         const std::string& reason,
+                                                                         const std::string& by);
+  // The reason of the run's pending cancel request ("" when none).
+  [[nodiscard]] Result<std::string> cancel_reason(const std::string& execution_id);
+  // Ends a run that saw its cancellation as `cancelled` (fenced), with the
+  // workflow's output (null when it did not return) and the error it ended
+  // with, if any.
+  [[nodiscard]] Result<bool> finish_cancelled(const Fence& fence, const Json& output,
+                                              const std::optional<std::string>& error);
 
   // ---- reads, dead letters, retention (execution_store_reads.cpp) ---------
 

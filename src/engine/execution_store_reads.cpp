@@ -107,19 +107,23 @@ Result<long long> ExecutionStore::runnable_count() {
 }
 
 Result<std::vector<EngineDeadLetter>> ExecutionStore::dead_letters(size_t limit) {
-  auto r =
-      conn_.exec(fmt::format("SELECT execution_id, workflow_name, workflow_id, error, attempts, "
-                             "to_char(failed_at AT TIME ZONE 'UTC', {}) AS failed "
-                             "FROM harvest_engine_dead_letters WHERE replayed_at IS NULL "
-                             "ORDER BY failed_at DESC LIMIT $1",
-                             kIsoUtc),
-                 {std::to_string(limit)});
+  auto r = conn_.exec(
+      fmt::format("SELECT execution_id, workflow_name, workflow_id, reason, error, attempts, "
+                  "to_char(failed_at AT TIME ZONE 'UTC', {}) AS failed "
+                  "FROM harvest_engine_dead_letters WHERE replayed_at IS NULL "
+                  "ORDER BY failed_at DESC LIMIT $1",
+                  kIsoUtc),
+      {std::to_string(limit)});
   if (!r) return fail(r.error());
   std::vector<EngineDeadLetter> out;
   for (int i = 0; i < r->rows(); ++i) {
-    out.push_back(EngineDeadLetter{
-        r->get(i, "execution_id"), r->get(i, "workflow_name"), r->get_opt(i, "workflow_id"),
-        r->get(i, "error"), static_cast<int>(r->get_int(i, "attempts")), r->get(i, "failed")});
+    out.push_back(EngineDeadLetter{.execution_id = r->get(i, "execution_id"),
+                                   .workflow_name = r->get(i, "workflow_name"),
+                                   .workflow_id = r->get_opt(i, "workflow_id"),
+                                   .reason = r->get(i, "reason"),
+                                   .error = r->get(i, "error"),
+                                   .attempts = static_cast<int>(r->get_int(i, "attempts")),
+                                   .failed_at = r->get(i, "failed")});
   }
   return out;
 }
@@ -137,7 +141,8 @@ Status ExecutionStore::replay_dead_letter(const std::string& execution_id) {
   // Recorded steps stay: the replayed run resumes after the last one.
   auto reset = conn_.exec(
       "WITH r AS (UPDATE harvest_workflow_executions SET status = 'pending', attempt = 1, "
-      "error = NULL, output = NULL, completed_at = NULL, run_after = now(), updated_at = now() "
+      "error = NULL, output = NULL, completed_at = NULL, crash_count = 0, run_after = now(), "
+      "updated_at = now() "
       "WHERE id = $1::uuid AND status = 'failed' RETURNING id) "
       "INSERT INTO harvest_workflow_events (execution_id, kind) SELECT id, 'Replayed' FROM r "
       "RETURNING execution_id",
@@ -153,17 +158,18 @@ Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string
                                                  const std::vector<std::string>& except,
                                                  std::chrono::seconds age) {
   // Events, signals and dead letters go with their execution (ON DELETE CASCADE).
-  auto r = workflow
-               ? conn_.exec(
-                     "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
-                     "AND status IN ('completed', 'failed') AND completed_at < now() - $2 * "
-                     "interval '1 second'",
-                     {*workflow, std::to_string(age.count())})
-               : conn_.exec(
-                     "DELETE FROM harvest_workflow_executions WHERE workflow_name <> "
-                     "ALL($1::text[]) AND status IN ('completed', 'failed') AND completed_at < "
-                     "now() - $2 * interval '1 second'",
-                     {text_array(except), std::to_string(age.count())});
+  auto r = workflow ? conn_.exec(
+                          "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
+                          "AND status IN " HARVEST_CLOSED_STATUSES
+                          " AND completed_at < now() - $2 * "
+                          "interval '1 second'",
+                          {*workflow, std::to_string(age.count())})
+                    : conn_.exec(
+                          "DELETE FROM harvest_workflow_executions WHERE workflow_name <> "
+                          "ALL($1::text[]) AND status IN " HARVEST_CLOSED_STATUSES
+                          " AND completed_at < "
+                          "now() - $2 * interval '1 second'",
+                          {text_array(except), std::to_string(age.count())});
   if (!r) return fail(r.error());
   return r->affected();
 }

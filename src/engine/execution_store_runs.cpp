@@ -26,13 +26,13 @@ constexpr const char* kClaim =
     "  WHERE workflow_name = ANY($3::text[]) AND {where} LIMIT $4 FOR UPDATE SKIP LOCKED), "
     "n AS (SELECT id, row_number() OVER () AS n FROM c) "
     "UPDATE harvest_workflow_executions e SET status = 'running', "
-    "  lease_owner = $1 || '/' || n.n, "
+    "  lease_owner = $1 || '/' || n.n, crash_count = e.crash_count + {crash}, "
     "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "
     "FROM n WHERE e.id = n.id "
     "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
     "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "
     "  e.start_trace::text AS start_trace, (extract(epoch FROM e.run_after) * 1000000)::bigint AS "
-    "run_after_us";
+    "run_after_us, e.cancel_requested_at IS NOT NULL AS cancel_requested, e.crash_count";
 
 }  // namespace
 
@@ -61,6 +61,8 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
       {"status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", {}});
   kinds.push_back(
       {"status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", {}});
+  // The kinds from here on take a lease over from a holder that recorded no
+  // outcome: each such claim counts a crash (ENG-18).
   const size_t runnable_kinds = kinds.size() - 1;
   std::optional<long long> latest;
   if (own_prefix) {
@@ -74,8 +76,9 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
     store::Params params{lease_prefix + "." + std::to_string(k), ms(lease), names,
                          std::to_string(want)};
     for (auto& p : kinds[k].second) params.push_back(p);
-    auto rs = conn_.exec_pipeline(
-        {{fmt::format(kClaim, fmt::arg("where", kinds[k].first)), std::move(params), true, true}});
+    auto rs = conn_.exec_pipeline({{fmt::format(kClaim, fmt::arg("where", kinds[k].first),
+                                                fmt::arg("crash", k < runnable_kinds ? 0 : 1)),
+                                    std::move(params), true, true}});
     auto r = rs ? Result<store::PgResult>(std::move(rs->front())) : fail(rs.error());
     if (!r) {
       if (out.empty()) return fail(r.error());
@@ -93,6 +96,8 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
       c.max_attempts = static_cast<int>(r->get_int(i, "max_attempts"));
       c.signal_seq = r->get_int(i, "signal_seq");
       c.entity_reuse = r->get_bool(i, "entity_reuse");
+      c.cancel_requested = r->get_bool(i, "cancel_requested");
+      c.crash_count = static_cast<int>(r->get_int(i, "crash_count"));
       if (auto t = r->get_opt(i, "start_trace")) c.trace = trace_context_from_json(Json::parse(*t));
       out.push_back(std::move(c));
     }
@@ -309,7 +314,7 @@ Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& 
                                          std::chrono::milliseconds backoff, int attempt) {
   auto r = conn_.exec(
       fmt::format("WITH retry AS (UPDATE harvest_workflow_executions SET status = 'pending', "
-                  "attempt = attempt + 1, error = $3, lease_owner = NULL, "
+                  "attempt = attempt + 1, error = $3, lease_owner = NULL, crash_count = 0, "
                   "lease_expires_at = NULL, run_after = now() + $4 * interval '1 millisecond', "
                   "updated_at = now() WHERE {} RETURNING id) "
                   "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
@@ -321,24 +326,40 @@ Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& 
   return !r->empty();
 }
 
-Result<bool> ExecutionStore::fail_run(const Fence& fence, const std::string& error) {
-  auto r = conn_.exec(
+namespace {
+
+// Fails a fenced run into the engine's dead letters with `reason` ($4).
+Result<bool> fail_into_dead_letters(store::Connection& conn, const Fence& fence,
+                                    const std::string& error, const char* reason) {
+  auto r = conn.exec(
       fmt::format("WITH failed AS (UPDATE harvest_workflow_executions SET status = 'failed', "
                   "error = $3, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
                   "updated_at = now() WHERE {} RETURNING id, workflow_name, workflow_id, attempt), "
                   "event AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-                  "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text) FROM failed) "
+                  "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text, 'reason', "
+                  "$4::text) FROM failed) "
                   // ENG-14: the run lands in the engine's dead letters.
                   "INSERT INTO harvest_engine_dead_letters "
-                  "(execution_id, workflow_name, workflow_id, error, attempts) "
-                  "SELECT id, workflow_name, workflow_id, $3, attempt FROM failed "
+                  "(execution_id, workflow_name, workflow_id, error, attempts, reason) "
+                  "SELECT id, workflow_name, workflow_id, $3, attempt, $4 FROM failed "
                   "ON CONFLICT (execution_id) DO UPDATE SET error = EXCLUDED.error, "
-                  "attempts = EXCLUDED.attempts, failed_at = now(), replayed_at = NULL "
+                  "attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, failed_at = now(), "
+                  "replayed_at = NULL "
                   "RETURNING execution_id",
                   kFence),
-      {fence.execution_id, fence.lease, error});
+      {fence.execution_id, fence.lease, error, reason});
   if (!r) return fail(r.error());
   return !r->empty();
+}
+
+}  // namespace
+
+Result<bool> ExecutionStore::fail_run(const Fence& fence, const std::string& error) {
+  return fail_into_dead_letters(conn_, fence, error, "failed");
+}
+
+Result<bool> ExecutionStore::fail_crashed(const Fence& fence, const std::string& error) {
+  return fail_into_dead_letters(conn_, fence, error, "crashed_worker");
 }
 
 Result<bool> ExecutionStore::suspend(const Fence& fence, long long signal_seq_seen,
@@ -346,11 +367,12 @@ Result<bool> ExecutionStore::suspend(const Fence& fence, long long signal_seq_se
   // A signal staged after the run read its history bumped signal_seq: stay
   // runnable instead of sleeping through it.
   auto r = conn_.exec(
-      fmt::format("UPDATE harvest_workflow_executions SET status = 'waiting', lease_owner = NULL, "
-                  "lease_expires_at = NULL, updated_at = now(), run_after = CASE WHEN "
-                  "signal_seq > $3 THEN now() ELSE to_timestamp($4::double precision / 1000) END "
-                  "WHERE {} RETURNING id",
-                  kFence),
+      fmt::format(
+          "UPDATE harvest_workflow_executions SET status = 'waiting', lease_owner = NULL, "
+          "lease_expires_at = NULL, crash_count = 0, updated_at = now(), run_after = CASE WHEN "
+          "signal_seq > $3 THEN now() ELSE to_timestamp($4::double precision / 1000) END "
+          "WHERE {} RETURNING id",
+          kFence),
       {fence.execution_id, fence.lease, std::to_string(signal_seq_seen), std::to_string(until_ms)});
   if (!r) return fail(r.error());
   return !r->empty();
@@ -367,18 +389,23 @@ Result<bool> ExecutionStore::release(const Fence& fence, std::chrono::millisecon
   return !r->empty();
 }
 
-Status ExecutionStore::renew_leases(const std::vector<std::string>& tokens,
-                                    std::chrono::milliseconds lease) {
-  if (tokens.empty()) return {};
+Result<std::vector<std::string>> ExecutionStore::renew_leases(
+    const std::vector<std::string>& tokens, std::chrono::milliseconds lease) {
+  std::vector<std::string> cancelled;
+  if (tokens.empty()) return cancelled;
   auto r = conn_.exec(
       // Locks in id order, as write_batch does: the two never deadlock.
       "WITH l AS (SELECT id FROM harvest_workflow_executions WHERE lease_owner = ANY($1::text[]) "
       "AND status = 'running' ORDER BY id FOR NO KEY UPDATE) "
       "UPDATE harvest_workflow_executions e SET lease_expires_at = now() + $2 * interval "
-      "'1 millisecond' FROM l WHERE e.id = l.id",
+      "'1 millisecond' FROM l WHERE e.id = l.id "
+      "RETURNING e.lease_owner, e.cancel_requested_at IS NOT NULL AS cancel_requested",
       {text_array(tokens), ms(lease)});
   if (!r) return fail(r.error());
-  return {};
+  for (int i = 0; i < r->rows(); ++i) {
+    if (r->get_bool(i, "cancel_requested")) cancelled.push_back(r->get(i, "lease_owner"));
+  }
+  return cancelled;
 }
 
 }  // namespace harvest::engine

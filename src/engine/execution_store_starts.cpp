@@ -245,7 +245,7 @@ constexpr const char* kEntitySupersede =
     ") "
     "UPDATE harvest_workflow_executions e SET superseded = true, updated_at = now() "
     "FROM fresh f WHERE e.workflow_name = f.wf AND e.workflow_id = f.wid AND NOT e.superseded "
-    "AND e.status IN ('completed', 'failed') RETURNING e.id";
+    "AND e.status IN " HARVEST_CLOSED_STATUSES " RETURNING e.id";
 
 // Creates the entity runs that do not exist yet (the first startable item of
 // each workflow_id decides its input).
@@ -280,7 +280,8 @@ constexpr const char* kEntitySignal =
     "staged AS (INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key) "
     "  SELECT t.id, i.signal, i.payload, i.key FROM items i JOIN targets t "
     "  ON t.workflow_name = i.wf AND t.workflow_id = i.wid "
-    "  WHERE t.status NOT IN ('completed', 'failed') "
+    "  WHERE t.status NOT IN " HARVEST_CLOSED_STATUSES
+    " "
     // An item whose start input is invalid may attach only to a run that it
     // did not precede: created before this batch or by an earlier item.
     "  AND (i.startable OR NOT EXISTS (SELECT 1 FROM items c WHERE c.id = t.id AND c.ord > i.ord)) "
@@ -356,7 +357,7 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
     const bool repeat_in_batch = key && !seen_keys.insert({*id, *key}).second;
     if (existed || repeat_in_batch) {
       s.duplicate_signal = true;
-    } else if (status == "completed" || status == "failed") {
+    } else if (is_closed_status(status)) {
       s.closed_status = status;
     } else if (key && !staged) {
       s.duplicate_signal = true;  // raced with a concurrent writer of the same key

@@ -3,8 +3,10 @@
 // the engine (used by WorkflowContext and Worker).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -35,8 +37,15 @@ class RunState {
  public:
   // Keeps references to `engine` and `writer` (the shard's group commit of
   // history); `run` is the claim (history included).
-  RunState(Engine& engine, size_t shard, HistoryWriter& writer, ClaimedRun run)
-      : engine_(engine), shard_(shard), writer_(writer), run_(std::move(run)) {}
+  // `cancel` is raised (by the claim or a lease renewal) when an operator
+  // asked the run to cancel.
+  RunState(Engine& engine, size_t shard, HistoryWriter& writer, ClaimedRun run,
+           std::shared_ptr<const std::atomic<bool>> cancel)
+      : engine_(engine),
+        shard_(shard),
+        writer_(writer),
+        run_(std::move(run)),
+        cancel_(std::move(cancel)) {}
 
   Engine& engine() { return engine_; }
   [[nodiscard]] const ClaimedRun& run() const { return run_; }
@@ -44,8 +53,12 @@ class RunState {
   [[nodiscard]] long long signal_seq_seen() const { return run_.signal_seq; }
 
   // The recorded result at the next op position, checked to match `kind` and
-  // `name` (a mismatch means the workflow code is not deterministic).
+  // `name` (a mismatch means the workflow code is not deterministic). Throws
+  // `Cancelled` where the run's cancellation was delivered (recorded), or
+  // delivers a pending one here when nothing is recorded at this position.
   const RecordedOp* next_recorded(const std::string& kind, const std::string& name);
+  // Whether the run has been handed its Cancelled (live or in replay).
+  [[nodiscard]] bool cancel_delivered() const { return cancel_delivered_; }
   int current_seq() const { return cursor_; }
   // Records a result at the current position (after next_recorded returned
   // nothing) and advances. Fenced on the lease.
@@ -58,6 +71,8 @@ class RunState {
   size_t shard_;
   HistoryWriter& writer_;
   ClaimedRun run_;
+  std::shared_ptr<const std::atomic<bool>> cancel_;
+  bool cancel_delivered_ = false;
   int cursor_ = 0;
   std::map<std::string, long long> last_signal_id_;  // per signal name, consumed so far
 };

@@ -86,7 +86,7 @@ Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
   if (!*target) return fail(Error::not_found("no such execution for signal"));
   const std::string id = (*target)->id;
   const std::string& status = (*target)->status;
-  if (status == "completed" || status == "failed") {
+  if (is_closed_status(status)) {
     return fail(
         Error::conflict(fmt::format("execution {} is {}; it accepts no more signals", id, status)));
   }

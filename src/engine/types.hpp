@@ -75,8 +75,13 @@ struct SignalOutcome {
   std::string execution_id;
 };
 
+// The statuses of a run that has ended (ENG-12, ENG-17): completed, failed,
+// cancelled, terminated. A closed run is never claimed again; a failed one
+// may be replayed from the engine's dead letters.
+[[nodiscard]] bool is_closed_status(std::string_view status);
+
 // What signal-with-start does when the workflow id's current run has closed
-// (completed or failed).
+// (completed, failed, cancelled or terminated).
 enum class WorkflowIdReuse {
   // A new run of the same workflow id starts (run number + 1) and gets the
   // signal; the closed run stays readable by its execution id. Default.
@@ -141,6 +146,12 @@ struct WorkflowOptions {
   std::optional<ThrottlePolicy> throttle;
   std::optional<DebouncePolicy> debounce;
   std::optional<BatchPolicy> batch;
+  // ENG-18: a run whose lease was taken over this many times in a row from a
+  // worker that recorded no outcome (it crashed, was OOM-killed, or lost its
+  // lease) fails with reason `crashed_worker` into the engine's dead letters
+  // instead of taking down the next worker too. "In a row": a suspension, a
+  // retry or a replay starts the count again. 0 disables the check.
+  int poison_pill_threshold = 3;
 
   [[nodiscard]] bool defers_admission() const { return throttle || debounce || batch; }
 };
@@ -253,15 +264,64 @@ struct ExecutionPage {
   std::optional<std::string> next_cursor;  // absent on the last page
 };
 
-// A run that exhausted its retries (ENG-14).
+// A run that exhausted its retries (ENG-14) or crashed its workers
+// (ENG-18).
 struct EngineDeadLetter {
   std::string execution_id;
   std::string workflow_name;
   std::optional<std::string> workflow_id;
+  // "failed": its attempts ran out; "crashed_worker": the poison-pill
+  // threshold.
+  std::string reason = "failed";
   std::string error;
   int attempts = 0;
   std::string failed_at;  // ISO 8601, UTC
   int shard = 0;
+};
+
+// Cancel and terminate (ENG-17).
+//
+// Cancel is cooperative: the run sees it at its next durable operation
+// (step, sleep, wait_signal, start_child) as a thrown `Cancelled`, may catch
+// it and compensate with further steps, and ends as `cancelled`. Terminate is
+// immediate: the run is `terminated` at once and the worker still executing
+// it is fenced off (its next write fails and it stops).
+struct StopRequest {
+  std::string execution_id;
+  // Why, recorded in the run's history (at most kMaxStopReason bytes of
+  // UTF-8). Required.
+  std::string reason;
+  // Who asked (an operator, "api", "cli:<user>"), recorded beside the reason
+  // (at most kMaxStopReason bytes). Default "client".
+  std::string requested_by = "client";
+};
+inline constexpr size_t kMaxStopReason = 1024;
+
+enum class StopOutcomeKind {
+  kRequested,          // cancel: recorded; the run sees it at its next durable operation
+  kAlreadyRequested,   // cancel: an earlier request is pending or was seen (idempotent)
+  kTerminated,         // terminate: the run is terminated now
+  kAlreadyTerminated,  // terminate: it was already (idempotent)
+};
+[[nodiscard]] std::string_view to_string(StopOutcomeKind kind);
+
+struct StopOutcome {
+  StopOutcomeKind kind;
+  std::string execution_id;
+  std::string status;  // the run's status after the call
+};
+
+// Bulk cancel/terminate: every open run (not closed) matching the filter.
+struct StopFilter {
+  std::optional<std::string> workflow;
+  // pending, running or waiting; unset: all three.
+  std::optional<std::string> status;
+};
+
+struct BulkStopOutcome {
+  long long matched = 0;  // open runs matching the filter (the preview count)
+  long long stopped = 0;  // newly requested/terminated (0 on a dry run)
+  bool dry_run = false;
 };
 
 struct ShardStatus {

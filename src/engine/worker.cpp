@@ -103,7 +103,8 @@ Result<std::vector<Worker::Claimed>> Worker::claim(size_t limit) {
     }
     std::lock_guard lock(mu_);
     for (auto& r : *runs) {
-      active_.emplace(r.lease, shard);
+      active_.emplace(r.lease,
+                      Active{shard, std::make_shared<std::atomic<bool>>(r.cancel_requested)});
       out.push_back(Claimed{shard, std::move(r)});
     }
   }
@@ -221,9 +222,47 @@ void Worker::fail_attempt(size_t shard, const ClaimedRun& run,
   observe_run(run, started);
 }
 
+void Worker::end_cancelled(size_t shard, const ClaimedRun& run, const Json& output,
+                           const std::optional<std::string>& error,
+                           std::chrono::steady_clock::time_point started) {
+  const Fence fence{run.id, run.lease};
+  auto done = settle(shard, run, [&](ExecutionStore& s) {
+    return s.finish_cancelled(fence, output, error ? std::optional(error_text(*error)) : error);
+  });
+  if (!done || !*done) return;  // resumes elsewhere, or was terminated meanwhile
+  log::info("execution {} ({}) cancelled", run.id, run.workflow_name);
+  engine_.metrics().increment(metrics::kEngineRunsCancelled, {{"workflow", run.workflow_name}});
+  observe_run(run, started);
+}
+
+bool Worker::contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def) {
+  const int threshold = def.options.poison_pill_threshold;
+  if (threshold <= 0 || run.crash_count < threshold) return false;
+  const std::string error = fmt::format(
+      "crashed_worker: the run's lease was taken over {} times in a row from a worker that "
+      "recorded no outcome (a crash, an OOM kill or a lost lease); poison_pill_threshold is {}. "
+      "It is not run again until replayed from the dead letters",
+      run.crash_count, threshold);
+  log::error("execution {} ({}): {}", run.id, run.workflow_name, error);
+  auto done = settle(shard, run, [&](ExecutionStore& s) {
+    return s.fail_crashed(Fence{run.id, run.lease}, error);
+  });
+  if (done && *done) {
+    engine_.metrics().increment(metrics::kEngineRunsCrashed, {{"workflow", run.workflow_name}});
+    engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
+  }
+  return true;
+}
+
 void Worker::execute(Claimed c) {
   const size_t shard = c.shard;
-  RunState state(engine_, shard, *writers_.at(shard), std::move(c.run));
+  std::shared_ptr<std::atomic<bool>> cancel;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = active_.find(c.run.lease); it != active_.end()) cancel = it->second.cancel;
+  }
+  if (!cancel) cancel = std::make_shared<std::atomic<bool>>(c.run.cancel_requested);
+  RunState state(engine_, shard, *writers_.at(shard), std::move(c.run), cancel);
   const ClaimedRun& run = state.run();
   // Every line this thread logs while the run executes, harvest's and the
   // workflow's own, names the producer's trace.
@@ -232,13 +271,26 @@ void Worker::execute(Claimed c) {
   const WorkflowDef* def = engine_.workflows().find(run.workflow_name);
   const Fence fence{run.id, run.lease};
   const auto started = std::chrono::steady_clock::now();
+  if (contain_crash_loop(shard, run, *def)) return;
+  // An attempt that fails after the run saw its cancellation ends it
+  // cancelled: a cancelled run is never retried.
   auto failed = [&](const std::string& what) {
+    if (state.cancel_delivered()) {
+      end_cancelled(shard, run, nullptr, what, started);
+      return;
+    }
     fail_attempt(shard, run, def->options.retry_backoff, what, started);
   };
   try {
     WorkflowContext ctx(state);
     Json output = def->fn(ctx, state.run().input);
     HARVEST_FAULT_POINT("worker.before_complete");
+    if (state.cancel_delivered()) {
+      // It caught its Cancelled, compensated and returned.
+      if (!check_json_storable(output)) output = nullptr;
+      end_cancelled(shard, run, output, std::nullopt, started);
+      return;
+    }
     if (auto ok = check_json_storable(output); !ok) {
       // An output PostgreSQL cannot store fails the attempt rather than
       // leaving the run to be re-leased forever.
@@ -288,8 +340,13 @@ void Worker::execute(Claimed c) {
     (void)settle(shard, run, [&](ExecutionStore& st) {
       return st.suspend(fence, state.signal_seq_seen(), until_ms);
     });
+  } catch (const Cancelled&) {
+    end_cancelled(shard, run, nullptr, std::nullopt, started);
   } catch (const LeaseLost&) {
-    log::warn("execution {}: lease lost to another worker; stopping this run", run.id);
+    log::warn(
+        "execution {}: lease lost (taken over by another worker, or the run was "
+        "terminated); stopping this run",
+        run.id);
     forget(run.lease);
   } catch (const HistoryUnavailable& h) {
     log::warn("execution {}: history unavailable ({}); retrying shortly", run.id,
@@ -333,13 +390,18 @@ void Worker::heartbeat_loop(std::stop_token st) {
     std::map<size_t, std::vector<std::string>> leases;  // shard -> tokens
     {
       std::lock_guard lock(mu_);
-      for (const auto& [lease, shard] : active_) leases[shard].push_back(lease);
+      for (const auto& [lease, a] : active_) leases[a.shard].push_back(lease);
     }
     for (auto& [shard, tokens] : leases) {
       auto conn = engine_.pool(shard).acquire();
       if (!conn) continue;
       // A missed renewal is retried next beat.
-      (void)ExecutionStore(**conn).renew_leases(tokens, config_.lease);
+      auto cancelled = ExecutionStore(**conn).renew_leases(tokens, config_.lease);
+      if (!cancelled || cancelled->empty()) continue;
+      std::lock_guard lock(mu_);
+      for (const auto& lease : *cancelled) {
+        if (auto it = active_.find(lease); it != active_.end()) it->second.cancel->store(true);
+      }
     }
   }
 }

@@ -104,6 +104,15 @@ class Worker {
   // engine dead letter) once the attempts are used up.
   void fail_attempt(size_t shard, const ClaimedRun& run, std::chrono::milliseconds retry_backoff,
                     const std::string& what, std::chrono::steady_clock::time_point started);
+  // The run saw its cancellation: it ends `cancelled` with what it returned
+  // (`output`) or the error it ended with.
+  void end_cancelled(size_t shard, const ClaimedRun& run, const Json& output,
+                     const std::optional<std::string>& error,
+                     std::chrono::steady_clock::time_point started);
+  // ENG-18: a run taken over from crashed holders `poison_pill_threshold`
+  // times in a row is failed into the dead letters instead of executed.
+  // True when it was (or its outcome could not be written).
+  bool contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def);
   void observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started);
   void forget(const std::string& lease);
   // Hands back claimed runs that never started (on stop).
@@ -115,11 +124,18 @@ class Worker {
   std::vector<std::jthread> threads_;
   std::unique_ptr<WorkListener> listener_;
 
+  // A claimed run not yet settled: its shard, and the flag its RunState
+  // reads to deliver a cancel request (raised by the claim or a renewal).
+  struct Active {
+    size_t shard;
+    std::shared_ptr<std::atomic<bool>> cancel;
+  };
+
   std::mutex mu_;  // guards queue_, claiming_, active_
   std::condition_variable_any queue_cv_;
   std::deque<Claimed> queue_;
   bool claiming_ = false;
-  std::map<std::string, size_t> active_;  // lease token -> shard, claimed and not settled
+  std::map<std::string, Active> active_;  // lease token -> the run, claimed and not settled
   std::atomic<size_t> next_shard_{0};
   // Per shard: where the runnable scan starts (ExecutionStore::claim). Under mu_.
   std::map<size_t, std::optional<long long>> cursors_;

@@ -23,6 +23,24 @@ namespace harvest::engine {
 
 class RunState;  // one run's replay cursor and database access (context.cpp)
 
+// Thrown by a durable operation (`step`, `sleep`, `wait_signal`,
+// `start_child`) of a run an operator cancelled (ENG-17), once, at the first
+// such operation after the worker learns of the request (at claim, or at
+// its next lease renewal). The run may catch it and compensate with further
+// durable operations; however it then ends — returning, rethrowing, or
+// throwing anything else — it ends `cancelled` (never retried). The
+// position where it was delivered is recorded, so a replay throws it at the
+// same place. Deliberately not a std::exception: a `catch (const
+// std::exception&)` written for step failures must not swallow it.
+class Cancelled {
+ public:
+  explicit Cancelled(std::string reason) : reason_(std::move(reason)) {}
+  [[nodiscard]] const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
 class WorkflowContext {
  public:
   explicit WorkflowContext(RunState& state) : state_(state) {}
@@ -30,6 +48,8 @@ class WorkflowContext {
   [[nodiscard]] const std::string& execution_id() const;
   [[nodiscard]] const std::optional<std::string>& workflow_id() const;
   [[nodiscard]] int attempt() const;
+  // Whether this run has been handed its `Cancelled` (it is compensating).
+  [[nodiscard]] bool cancelled() const;
 
   // Runs `fn` once and records its (JSON-serialisable) result; on replay
   // returns the recorded result without calling `fn`. An exception from `fn`

@@ -38,6 +38,11 @@ std::string help_for(const std::string& name) {
       {kEngineStarts, "Workflow starts by workflow and outcome"},
       {kEngineRunsCompleted, "Workflow runs completed, by workflow"},
       {kEngineRunsFailed, "Workflow runs failed for good (retries exhausted), by workflow"},
+      {kEngineRunsCancelled, "Workflow runs that ended cancelled, by workflow"},
+      {kEngineRunsTerminated, "Workflow runs terminated by an operator, by workflow"},
+      {kEngineRunsCrashed,
+       "Workflow runs dead-lettered for crashing their workers (poison-pill threshold), by "
+       "workflow"},
       {kEngineRunSeconds, "Seconds one run attempt took, claim to outcome, by workflow"},
       {kEngineQueueDepth, "Runnable executions waiting for a worker"},
       {kEngineSignalsRefused, "Signals refused (e.g. to a closed run), by workflow and reason"},

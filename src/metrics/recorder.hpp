@@ -22,6 +22,12 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 inline constexpr const char* kEngineStarts = "harvest.engine.starts";
 inline constexpr const char* kEngineRunsCompleted = "harvest.engine.runs_completed";
 inline constexpr const char* kEngineRunsFailed = "harvest.engine.runs_failed";
+// ENG-17: runs that ended cancelled / were terminated ({workflow}).
+inline constexpr const char* kEngineRunsCancelled = "harvest.engine.runs_cancelled";
+inline constexpr const char* kEngineRunsTerminated = "harvest.engine.runs_terminated";
+// ENG-18: runs failed into the dead letters for crashing their workers
+// ({workflow}).
+inline constexpr const char* kEngineRunsCrashed = "harvest.engine.runs_crashed";
 // Seconds one run attempt took, claim to outcome (histogram, {workflow}).
 inline constexpr const char* kEngineRunSeconds = "harvest.engine.run_seconds";
 // Runnable executions waiting for a worker (gauge, no labels).

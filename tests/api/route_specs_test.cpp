@@ -76,6 +76,12 @@ class RouteSpecsTest : public testing::ApiTest {
         body[field] = "ops-" + field;
       } else if (field == "reason") {
         body[field] = "undecodable";
+      } else if (field == "workflow") {
+        body[field] = "waiter";
+      } else if (field == "status") {
+        body[field] = "pending";
+      } else if (field == "dry_run") {
+        body[field] = true;
       } else if (field == "since" || field == "until") {
         body[field] = field == "since" ? "2000-01-01T00:00:00Z" : "2100-01-01T00:00:00Z";
       } else {
@@ -137,8 +143,9 @@ TEST_F(RouteSpecsTest, handlers_accept_exactly_the_declared_body_members) {
       }
     }
   }
-  EXPECT_EQ(checked, 6)
-      << "start, signal-with-start, the two signal routes, connector dead-letter replay and purge";
+  EXPECT_EQ(checked, 10)
+      << "start, signal-with-start, the two signal routes, cancel and terminate (one run and "
+         "bulk), connector dead-letter replay and purge";
 }
 
 TEST_F(RouteSpecsTest, handlers_accept_exactly_the_declared_query_parameters) {

@@ -1,0 +1,66 @@
+// A worker in its own process, for the poison-pill test (ENG-18): the
+// engine over --db with one workflow, `aborts`, whose first step calls
+// std::abort() — the process dies as a segfault or an OOM kill would, with
+// no outcome recorded and its leases left to lapse. Every incarnation uses
+// the same --instance-id, so the next one takes the dead one's runs back at
+// once (as a restarted pod does).
+//
+//   engine_worker_process --db URL --instance-id ID [--seconds N]
+//
+// Prints "ready" once its worker runs, then works for --seconds (default 60)
+// and exits 0 after stopping the worker in order; 1 on bad usage or when the
+// engine cannot open.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "engine/engine.hpp"
+#include "engine/worker.hpp"
+
+using namespace harvest;
+
+int main(int argc, char** argv) {
+  std::string db, instance;
+  int seconds = 60;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--db") {
+      db = argv[i + 1];
+    } else if (flag == "--instance-id") {
+      instance = argv[i + 1];
+    } else if (flag == "--seconds") {
+      seconds = std::atoi(argv[i + 1]);
+    } else {
+      std::cerr << "unknown flag " << flag << "\n";
+      return 1;
+    }
+  }
+  if (db.empty() || instance.empty()) {
+    std::cerr << "usage: engine_worker_process --db URL --instance-id ID [--seconds N]\n";
+    return 1;
+  }
+  engine::WorkflowRegistry workflows;
+  workflows.add("aborts", [](engine::WorkflowContext& ctx, int) {
+    ctx.step("crash", [] { std::abort(); });
+    return 0;
+  });
+  engine::EngineConfig config;
+  config.database_url = db;
+  config.instance_id = instance;
+  config.pool_size = 4;
+  auto engine = engine::Engine::open(config, std::move(workflows));
+  if (!engine) {
+    std::cerr << "cannot open the engine: " << engine.error().describe() << "\n";
+    return 1;
+  }
+  engine::Worker worker(**engine, {.concurrency = 1, .lease = std::chrono::seconds(30)});
+  worker.start();
+  std::cout << "ready" << std::endl;
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  worker.stop();
+  return 0;
+}
