@@ -120,7 +120,7 @@ std::optional<Json> WorkflowContext::wait_signal(const std::string& name,
   if (const auto* op = state_.next_recorded("SignalDeadline", name)) {
     deadline_ms = op->payload.get<long long>();
   } else {
-    deadline_ms = to_ms(Clock::now() + timeout);
+    deadline_ms = to_ms(state_.now() + timeout);
     state_.record("SignalDeadline", name, deadline_ms);
   }
   if (const auto* op = state_.next_recorded("SignalReceived", name)) {
@@ -132,7 +132,7 @@ std::optional<Json> WorkflowContext::wait_signal(const std::string& name,
                   Json{{"signal_id", sig->first}, {"payload", sig->second}});
     return sig->second;
   }
-  if (Clock::now() >= from_ms(deadline_ms)) {
+  if (state_.now() >= from_ms(deadline_ms)) {
     state_.record("SignalTimedOut", name, nullptr);
     return std::nullopt;
   }
@@ -144,11 +144,11 @@ void WorkflowContext::sleep(std::chrono::milliseconds duration) {
   if (const auto* op = state_.next_recorded("TimerStarted", "sleep")) {
     deadline_ms = op->payload.get<long long>();
   } else {
-    deadline_ms = to_ms(Clock::now() + duration);
+    deadline_ms = to_ms(state_.now() + duration);
     state_.record("TimerStarted", "sleep", deadline_ms);
   }
   if (state_.next_recorded("TimerFired", "sleep")) return;
-  if (Clock::now() >= from_ms(deadline_ms)) {
+  if (state_.now() >= from_ms(deadline_ms)) {
     state_.record("TimerFired", "sleep", nullptr);
     return;
   }

@@ -103,6 +103,12 @@ struct ClaimedRun {
   // Takeovers in a row from a holder that recorded no outcome, this claim
   // included when it was one (ENG-18).
   int crash_count = 0;
+  // The database's clock minus this host's, measured by the claim (ENG-21):
+  // the run computes its deadlines on the database's clock, the one leases
+  // and wake-ups are compared with.
+  std::chrono::milliseconds clock_offset{0};
+  // The database's now() when the run was claimed (it was due then).
+  std::chrono::system_clock::time_point claimed_at{};
   std::map<int, RecordedOp> ops;  // op_seq -> recorded result
 };
 

@@ -32,7 +32,8 @@ constexpr const char* kClaim =
     "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
     "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "
     "  e.start_trace::text AS start_trace, (extract(epoch FROM e.run_after) * 1000000)::bigint AS "
-    "run_after_us, e.cancel_requested_at IS NOT NULL AS cancel_requested, e.crash_count";
+    "run_after_us, e.cancel_requested_at IS NOT NULL AS cancel_requested, e.crash_count, "
+    "(extract(epoch FROM now()) * 1000)::bigint AS db_now_ms";
 
 }  // namespace
 
@@ -76,9 +77,16 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
     store::Params params{lease_prefix + "." + std::to_string(k), ms(lease), names,
                          std::to_string(want)};
     for (auto& p : kinds[k].second) params.push_back(p);
+    const auto sent = std::chrono::system_clock::now();
     auto rs = conn_.exec_pipeline({{fmt::format(kClaim, fmt::arg("where", kinds[k].first),
                                                 fmt::arg("crash", k < runnable_kinds ? 0 : 1)),
                                     std::move(params), true, true}});
+    // The database's now() was read between sending and answering: the
+    // midpoint stands for it on this host's clock (ENG-21).
+    const long long host_mid_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            (sent + (std::chrono::system_clock::now() - sent) / 2).time_since_epoch())
+            .count();
     auto r = rs ? Result<store::PgResult>(std::move(rs->front())) : fail(rs.error());
     if (!r) {
       if (out.empty()) return fail(r.error());
@@ -98,6 +106,9 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
       c.entity_reuse = r->get_bool(i, "entity_reuse");
       c.cancel_requested = r->get_bool(i, "cancel_requested");
       c.crash_count = static_cast<int>(r->get_int(i, "crash_count"));
+      c.claimed_at = std::chrono::system_clock::time_point(
+          std::chrono::milliseconds(r->get_int(i, "db_now_ms")));
+      c.clock_offset = std::chrono::milliseconds(r->get_int(i, "db_now_ms") - host_mid_ms);
       if (auto t = r->get_opt(i, "start_trace")) c.trace = trace_context_from_json(Json::parse(*t));
       out.push_back(std::move(c));
     }

@@ -3,6 +3,7 @@
 // the engine (used by WorkflowContext and Worker).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -51,6 +52,15 @@ class RunState {
   [[nodiscard]] const ClaimedRun& run() const { return run_; }
   [[nodiscard]] Fence fence() const { return Fence{run_.id, run_.lease}; }
   [[nodiscard]] long long signal_seq_seen() const { return run_.signal_seq; }
+  // Now on the database's clock (ENG-21): this host's clock corrected by the
+  // offset the claim measured. Every deadline a run writes (timers, signal
+  // timeouts) and compares comes from it, so hosts whose clocks disagree
+  // agree with the claims, which compare run_after with the database's now().
+  // Never earlier than the database's now() at the claim, so a deadline the
+  // claim found due is due here too, whatever the measurement's error.
+  [[nodiscard]] std::chrono::system_clock::time_point now() const {
+    return std::max(std::chrono::system_clock::now() + run_.clock_offset, run_.claimed_at);
+  }
 
   // The recorded result at the next op position, checked to match `kind` and
   // `name` (a mismatch means the workflow code is not deterministic). Throws

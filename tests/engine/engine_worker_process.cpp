@@ -1,9 +1,13 @@
-// A worker in its own process, for the poison-pill test (ENG-18): the
-// engine over --db with one workflow, `aborts`, whose first step calls
-// std::abort() — the process dies as a segfault or an OOM kill would, with
-// no outcome recorded and its leases left to lapse. Every incarnation uses
-// the same --instance-id, so the next one takes the dead one's runs back at
-// once (as a restarted pod does).
+// A worker in its own process, for the engine's process-level tests: the
+// engine over --db with two workflows.
+// - `aborts` (the poison-pill test, ENG-18): its first step calls
+//   std::abort() — the process dies as a segfault or an OOM kill would, with
+//   no outcome recorded and its leases left to lapse. Every incarnation uses
+//   the same --instance-id, so the next one takes the dead one's runs back at
+//   once (as a restarted pod does).
+// - `sleeps` (the clock-skew test, ENG-21, run under faketime): prints
+//   "invoked" each time a claim runs it, then sleeps durably for its input
+//   in milliseconds.
 //
 //   engine_worker_process --db URL --instance-id ID [--seconds N]
 //
@@ -45,8 +49,16 @@ int main(int argc, char** argv) {
   }
   engine::WorkflowRegistry workflows;
   workflows.add("aborts", [](engine::WorkflowContext& ctx, int) {
-    ctx.step("crash", [] { std::abort(); });
+    ctx.step("crash", [] {
+      std::cout << "crashing" << std::endl;
+      std::abort();
+    });
     return 0;
+  });
+  workflows.add("sleeps", [](engine::WorkflowContext& ctx, int ms) {
+    std::cout << "invoked" << std::endl;
+    ctx.sleep(std::chrono::milliseconds(ms));
+    return ms;
   });
   engine::EngineConfig config;
   config.database_url = db;

@@ -3,75 +3,22 @@
 // supervisor would; after poison_pill_threshold (3) crashes the run is
 // failed into the engine's dead letters with reason crashed_worker, and the
 // fourth process stays up.
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstring>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "common/ids.hpp"
 #include "engine/engine.hpp"
 #include "support/pg_fixture.hpp"
-
-extern char** environ;
+#include "worker_process.hpp"
 
 namespace harvest::engine {
 namespace {
 
 using namespace std::chrono_literals;
 
-// One engine_worker_process child; SIGKILLed and reaped by the destructor if
-// still running.
-class WorkerProcess {
- public:
-  WorkerProcess(const std::string& db, const std::string& instance) {
-    std::vector<std::string> args{
-        HARVEST_ENGINE_WORKER_PROCESS, "--db", db, "--instance-id", instance, "--seconds", "60"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ);
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn: " << std::strerror(rc);
-      pid_ = 0;
-    }
-  }
-  ~WorkerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
+using testing::WorkerProcess;
 
-  // Waits up to `within` for the process to end; its wait status, or
-  // std::nullopt while it still runs.
-  std::optional<int> wait_exit(std::chrono::milliseconds within) {
-    const auto deadline = std::chrono::steady_clock::now() + within;
-    while (pid_ > 0) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = 0;
-        return status;
-      }
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      std::this_thread::sleep_for(20ms);  // polling another process's exit
-    }
-    return std::nullopt;
-  }
-
- private:
-  pid_t pid_ = 0;
-};
-
-class PoisonPillTest : public testing::PgTest {};
+class PoisonPillTest : public harvest::testing::PgTest {};
 
 TEST_F(PoisonPillTest, a_run_that_crashes_three_workers_is_dead_lettered_and_the_fourth_stays_up) {
   WorkflowRegistry r;
@@ -88,6 +35,7 @@ TEST_F(PoisonPillTest, a_run_that_crashes_three_workers_is_dead_lettered_and_the
     ASSERT_TRUE(status) << "worker process " << crash << " did not crash on the run";
     ASSERT_TRUE(WIFSIGNALED(*status)) << "worker process " << crash << " exited normally";
     EXPECT_EQ(WTERMSIG(*status), SIGABRT);
+    EXPECT_EQ(p.output(), "ready\ncrashing\n") << "it must die inside the workflow's step";
     // The first claim was of a pending run; each later one a takeover.
     EXPECT_EQ(scalar("SELECT crash_count FROM harvest_workflow_executions WHERE id = $1", {id}),
               crash - 1);
@@ -104,6 +52,7 @@ TEST_F(PoisonPillTest, a_run_that_crashes_three_workers_is_dead_lettered_and_the
       60s))
       << "the fourth worker did not contain the run";
   EXPECT_FALSE(fourth.wait_exit(500ms)) << "the fourth worker process died";
+  EXPECT_EQ(fourth.output(), "ready\n") << "the fourth worker must not run the workflow";
   EXPECT_EQ(scalar("SELECT crash_count FROM harvest_workflow_executions WHERE id = $1", {id}), 3);
   EXPECT_EQ(text("SELECT reason FROM harvest_engine_dead_letters WHERE execution_id = $1", {id}),
             "crashed_worker");

@@ -502,10 +502,13 @@ TEST_F(RunTest, a_signal_staged_as_the_entity_run_finishes_goes_to_its_next_run)
     Worker worker(*engine, {.concurrency = 1, .poll_interval = 10ms});
     worker.start();
     const int runs = reject ? 1 : 2;
-    ASSERT_TRUE(eventually([&] {
-      return scalar("SELECT count(*) FROM harvest_workflow_executions WHERE status = "
-                    "'completed'") == runs;
-    }, 20s));
+    ASSERT_TRUE(eventually(
+        [&] {
+          return scalar(
+                     "SELECT count(*) FROM harvest_workflow_executions WHERE status = "
+                     "'completed'") == runs;
+        },
+        20s));
     worker.stop();
     EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), runs);
     EXPECT_EQ(text("SELECT output::text FROM harvest_workflow_executions WHERE run_no = 1"),
