@@ -7,6 +7,8 @@
 #include <algorithm>
 
 #include "common/ids.hpp"
+#include "common/log.hpp"
+#include "engine/identifiers.hpp"
 
 namespace harvest::engine::admission {
 
@@ -118,13 +120,18 @@ Result<StartOutcome> admit_throttled(store::Connection& conn, const WorkflowDef&
 
 NewExecution fired(const WorkflowDef& def, std::optional<std::string> workflow_id, Json input,
                    std::string source, std::optional<std::string> source_ref) {
+  // The key was checked when the start was admitted; a function that fails
+  // now (it is not deterministic) leaves the fired run unkeyed.
+  auto key = concurrency_key_for(def, input, workflow_id);
+  if (!key) log::warn("{}; the fired run has no concurrency key", key.error().message);
   return NewExecution{.id = new_time_ordered_uuid(),
                       .workflow = def.name,
                       .workflow_id = std::move(workflow_id),
                       .input = std::move(input),
                       .source = std::move(source),
                       .source_ref = std::move(source_ref),
-                      .max_attempts = def.options.max_attempts};
+                      .max_attempts = def.options.max_attempts,
+                      .concurrency_key = key ? std::move(*key) : std::nullopt};
 }
 
 // Rows of a DELETE ... RETURNING in id order (RETURNING has no ORDER BY).

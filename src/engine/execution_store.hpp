@@ -45,6 +45,7 @@ struct NewExecution {
   std::optional<std::string> source_ref;
   std::optional<TraceContext> trace;
   int max_attempts = 3;
+  std::optional<std::string> concurrency_key;  // ENG-19, for a keyed workflow
 };
 
 // What became of one start of a batch.
@@ -203,11 +204,16 @@ class ExecutionStore {
   // runs is followed by one from the start, so a run committed late with an
   // early run_after waits at most until the backlog thins. On return the
   // cursor is the latest run_after claimed (epoch microseconds).
+  //
+  // `keyed` (ENG-19): workflows with per-key concurrency and their
+  // max_per_key. Their runnable runs are claimed by a claim of their own that
+  // leaves a run waiting while its key has that many running.
   [[nodiscard]] Result<std::vector<ClaimedRun>> claim(const std::vector<std::string>& workflows,
                                                       const std::string& owner,
                                                       std::chrono::milliseconds lease, size_t limit,
                                                       const std::optional<std::string>& own_prefix,
-                                                      std::optional<long long>* cursor = nullptr);
+                                                      std::optional<long long>* cursor = nullptr,
+                                                      const std::map<std::string, int>& keyed = {});
   // Records the result of operation `op_seq`. kConflict: the lease is lost
   // (taken over, or another holder wrote that position first).
   [[nodiscard]] Status record_op(const Fence& fence, int op_seq, const RecordedOp& op);

@@ -19,21 +19,49 @@ std::string ms(std::chrono::milliseconds d) {
   return std::to_string(d.count());
 }
 
-// Claims up to $4 executions matching {where}, each with its own lease token
-// ($1/<n>), walking the partial index the condition names.
+// What a claim does to each run it takes (CTE `c` holds their ids): a
+// lease token of its own ($1/<n>), running, and back with what the run needs.
+#define HARVEST_CLAIM_TAIL                                                                     \
+  "n AS (SELECT id, row_number() OVER () AS n FROM c) "                                        \
+  "UPDATE harvest_workflow_executions e SET status = 'running', "                              \
+  "  lease_owner = $1 || '/' || n.n, crash_count = e.crash_count + {crash}, "                  \
+  "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "            \
+  "FROM n WHERE e.id = n.id "                                                                  \
+  "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "                \
+  "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "        \
+  "  e.start_trace::text AS start_trace, (extract(epoch FROM e.run_after) * 1000000)::bigint " \
+  "AS run_after_us, e.cancel_requested_at IS NOT NULL AS cancel_requested, e.crash_count, "    \
+  "(extract(epoch FROM now()) * 1000)::bigint AS db_now_ms"
+
+// Claims up to $4 executions of the workflows $3 matching {where}, walking
+// the partial index the condition names.
 constexpr const char* kClaim =
     "WITH c AS (SELECT id FROM harvest_workflow_executions "
-    "  WHERE workflow_name = ANY($3::text[]) AND {where} LIMIT $4 FOR UPDATE SKIP LOCKED), "
-    "n AS (SELECT id, row_number() OVER () AS n FROM c) "
-    "UPDATE harvest_workflow_executions e SET status = 'running', "
-    "  lease_owner = $1 || '/' || n.n, crash_count = e.crash_count + {crash}, "
-    "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "
-    "FROM n WHERE e.id = n.id "
-    "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "
-    "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "
-    "  e.start_trace::text AS start_trace, (extract(epoch FROM e.run_after) * 1000000)::bigint AS "
-    "run_after_us, e.cancel_requested_at IS NOT NULL AS cancel_requested, e.crash_count, "
-    "(extract(epoch FROM now()) * 1000)::bigint AS db_now_ms";
+    "  WHERE workflow_name = ANY($3::text[]) AND {where} LIMIT $4 FOR UPDATE SKIP "
+    "LOCKED), " HARVEST_CLAIM_TAIL;
+
+// ENG-19: claims up to $4 due runs of the keyed workflow $3, at most $5
+// running per concurrency key (those running count), oldest first. Claims of
+// one keyed workflow serialise on kKeyedLock, taken by the statement before
+// in the same transaction, so this statement's snapshot sees every run a
+// concurrent claim made running.
+constexpr const char* kKeyedClaim =
+    "WITH busy AS (SELECT concurrency_key, count(*) AS n FROM harvest_workflow_executions "
+    "  WHERE workflow_name = $3 AND concurrency_key IS NOT NULL AND status = 'running' "
+    "  GROUP BY concurrency_key), "
+    "cand AS (SELECT id, concurrency_key, run_after, row_number() OVER (PARTITION BY "
+    "  concurrency_key ORDER BY run_after, id) AS rn FROM harvest_workflow_executions "
+    "  WHERE workflow_name = $3 AND status IN ('pending', 'waiting') AND run_after <= now()), "
+    "pick AS (SELECT cand.id FROM cand LEFT JOIN busy b ON b.concurrency_key = "
+    "  cand.concurrency_key WHERE cand.concurrency_key IS NULL OR cand.rn + COALESCE(b.n, 0) <= $5 "
+    "  ORDER BY cand.run_after LIMIT $4), "
+    "c AS (SELECT id FROM harvest_workflow_executions WHERE id IN (SELECT id FROM pick) "
+    "  FOR UPDATE SKIP LOCKED), " HARVEST_CLAIM_TAIL;
+
+constexpr const char* kKeyedLock =
+    "SELECT pg_advisory_xact_lock(hashtext('harvest.concurrency'), hashtext($1))";
+
+#undef HARVEST_CLAIM_TAIL
 
 }  // namespace
 
@@ -41,59 +69,89 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
                                                       const std::string& owner,
                                                       std::chrono::milliseconds lease, size_t limit,
                                                       const std::optional<std::string>& own_prefix,
-                                                      std::optional<long long>* cursor) {
+                                                      std::optional<long long>* cursor,
+                                                      const std::map<std::string, int>& keyed) {
   std::vector<ClaimedRun> out;
   // Tokens "<owner>/<claim>.<kind>/<n>": unique per claim, so two threads of
   // one worker can never both pass the fence for one execution.
   const std::string lease_prefix = owner + "/" + new_uuid().substr(0, 13);
-  const std::string names = text_array(workflows);
-  // Runnable work first; then runs whose worker's lease lapsed; then, for a
-  // process with a stable instance id, runs a previous incarnation of it was
-  // running when it died (their lease has not lapsed, but their owner is
-  // gone: nobody else will ever renew it).
-  std::vector<std::pair<std::string, store::Params>> kinds;
-  if (cursor && *cursor) {
-    kinds.push_back(
-        {"status IN ('pending', 'waiting') AND run_after <= now() AND run_after >= "
-         "to_timestamp($5::bigint / 1e6) ORDER BY run_after",
-         {std::to_string(**cursor)}});
+  const std::string all_names = text_array(workflows);
+  std::vector<std::string> unkeyed;
+  for (const auto& w : workflows) {
+    if (!keyed.contains(w)) unkeyed.push_back(w);
   }
-  kinds.push_back(
-      {"status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", {}});
-  kinds.push_back(
-      {"status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", {}});
-  // The kinds from here on take a lease over from a holder that recorded no
+  const std::string unkeyed_names = text_array(unkeyed);
+  struct Kind {
+    std::string sql;
+    store::Params params;  // after $1..$4
+    bool advances_cursor = false;
+    std::optional<std::string> keyed_workflow;  // a kKeyedClaim (its $3)
+  };
+  auto plain = [](const std::string& where, bool takeover) {
+    return fmt::format(kClaim, fmt::arg("where", where), fmt::arg("crash", takeover ? 1 : 0));
+  };
+  // Runnable work first (keyed workflows through their own claim); then runs
+  // whose worker's lease lapsed; then, for a process with a stable instance
+  // id, runs a previous incarnation of it was running when it died (their
+  // lease has not lapsed, but their owner is gone: nobody else will ever
+  // renew it). The last two take a lease over from a holder that recorded no
   // outcome: each such claim counts a crash (ENG-18).
-  const size_t runnable_kinds = kinds.size() - 1;
-  std::optional<long long> latest;
-  if (own_prefix) {
-    kinds.push_back(
-        {"status = 'running' AND starts_with(lease_owner, $5) AND NOT "
-         "starts_with(lease_owner, $6) ORDER BY lease_expires_at",
-         {*own_prefix, owner + "/"}});
+  std::vector<Kind> kinds;
+  if (!unkeyed.empty()) {
+    if (cursor && *cursor) {
+      kinds.push_back(Kind{plain("status IN ('pending', 'waiting') AND run_after <= now() AND "
+                                 "run_after >= to_timestamp($5::bigint / 1e6) ORDER BY run_after",
+                                 false),
+                           {std::to_string(**cursor)},
+                           true});
+    }
+    kinds.push_back(Kind{
+        plain("status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", false),
+        {},
+        true});
   }
+  for (const auto& [workflow, max_per_key] : keyed) {
+    kinds.push_back(Kind{fmt::format(kKeyedClaim, fmt::arg("crash", 0)),
+                         {std::to_string(max_per_key)},
+                         false,
+                         workflow});
+  }
+  kinds.push_back(
+      Kind{plain("status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", true),
+           {}});
+  if (own_prefix) {
+    kinds.push_back(Kind{plain("status = 'running' AND starts_with(lease_owner, $5) AND NOT "
+                               "starts_with(lease_owner, $6) ORDER BY lease_expires_at",
+                               true),
+                         {*own_prefix, owner + "/"}});
+  }
+  std::optional<long long> latest;
   for (size_t k = 0; k < kinds.size() && out.size() < limit; ++k) {
-    const size_t want = limit - out.size();
-    store::Params params{lease_prefix + "." + std::to_string(k), ms(lease), names,
-                         std::to_string(want)};
-    for (auto& p : kinds[k].second) params.push_back(p);
+    const Kind& kind = kinds[k];
+    const bool runnable_only = kind.advances_cursor;
+    store::Params params{
+        lease_prefix + "." + std::to_string(k), ms(lease),
+        kind.keyed_workflow ? *kind.keyed_workflow : (runnable_only ? unkeyed_names : all_names),
+        std::to_string(limit - out.size())};
+    for (const auto& p : kind.params) params.push_back(p);
+    std::vector<store::Statement> statements;
+    if (kind.keyed_workflow) statements.push_back({kKeyedLock, {*kind.keyed_workflow}});
+    statements.push_back({kind.sql, std::move(params), true, !kind.keyed_workflow});
     const auto sent = std::chrono::system_clock::now();
-    auto rs = conn_.exec_pipeline({{fmt::format(kClaim, fmt::arg("where", kinds[k].first),
-                                                fmt::arg("crash", k < runnable_kinds ? 0 : 1)),
-                                    std::move(params), true, true}});
+    auto rs = conn_.exec_pipeline(statements);
     // The database's now() was read between sending and answering: the
     // midpoint stands for it on this host's clock (ENG-21).
     const long long host_mid_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(
             (sent + (std::chrono::system_clock::now() - sent) / 2).time_since_epoch())
             .count();
-    auto r = rs ? Result<store::PgResult>(std::move(rs->front())) : fail(rs.error());
+    auto r = rs ? Result<store::PgResult>(std::move(rs->back())) : fail(rs.error());
     if (!r) {
       if (out.empty()) return fail(r.error());
       break;  // keep what was claimed; their leases are ours either way
     }
     for (int i = 0; i < r->rows(); ++i) {
-      if (k < runnable_kinds) latest = std::max(latest.value_or(0), r->get_int(i, "run_after_us"));
+      if (runnable_only) latest = std::max(latest.value_or(0), r->get_int(i, "run_after_us"));
       ClaimedRun c;
       c.id = r->get(i, "id");
       c.lease = r->get(i, "lease_owner");
@@ -199,9 +257,11 @@ constexpr const char* kCarryNextRun =
     "WITH d AS (SELECT * FROM harvest_workflow_executions WHERE id = $1 AND superseded "
     "  AND completed_at = now()), "
     "n AS (INSERT INTO harvest_workflow_executions (id, workflow_name, workflow_id, status, "
-    "  input, start_source, start_source_ref, start_trace, max_attempts, run_no, entity_reuse) "
+    "  input, start_source, start_source_ref, start_trace, max_attempts, run_no, entity_reuse, "
+    "  concurrency_key) "
     "  SELECT gen_random_uuid(), d.workflow_name, d.workflow_id, 'pending', d.input, "
-    "  d.start_source, d.start_source_ref, d.start_trace, d.max_attempts, d.run_no + 1, true "
+    "  d.start_source, d.start_source_ref, d.start_trace, d.max_attempts, d.run_no + 1, true, "
+    "  d.concurrency_key "
     "  FROM d "
     "  RETURNING id, workflow_name, start_source, start_source_ref), "
     "moved AS (UPDATE harvest_signals s SET execution_id = n.id FROM n, d "

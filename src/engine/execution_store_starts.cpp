@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "
-    "max_attempts int, trace jsonb";
+    "max_attempts int, trace jsonb, ckey text";
 
 constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid";
 
@@ -50,7 +50,8 @@ Json item_json(size_t ord, const NewExecution& e) {
               {"source", e.source},
               {"ref", e.source_ref ? Json(*e.source_ref) : Json(nullptr)},
               {"max_attempts", std::max(1, e.max_attempts)},
-              {"trace", e.trace ? to_json(*e.trace) : Json(nullptr)}};
+              {"trace", e.trace ? to_json(*e.trace) : Json(nullptr)},
+              {"ckey", e.concurrency_key ? Json(*e.concurrency_key) : Json(nullptr)}};
 }
 
 // Claims the keys, creates the executions whose key this batch now owns (or
@@ -71,8 +72,8 @@ constexpr const char* kStartBatch =
     "fresh AS (SELECT * FROM items WHERE key IS NULL OR id IN (SELECT execution_id FROM claimed)), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts, start_trace) "
-    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace FROM fresh "
+    "  max_attempts, start_trace, concurrency_key) "
+    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, ckey FROM fresh "
     "  ORDER BY wf, wid, ord "
     "  ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id), "
     "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
@@ -116,7 +117,8 @@ constexpr const char* kNotify = "SELECT pg_notify('harvest_work', '')";
 constexpr const char* kInsertOne =
     "WITH e AS (INSERT INTO harvest_workflow_executions "
     "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "max_attempts, start_trace) VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7, $8::jsonb) "
+    "max_attempts, start_trace, concurrency_key) "
+    "VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7, $8::jsonb, $9) "
     "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id) "
     "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "SELECT id, 'WorkflowStarted', $2, jsonb_build_object('start_source', $5::text, "
@@ -202,9 +204,9 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
 Result<std::optional<std::string>> ExecutionStore::insert(const NewExecution& e) {
   std::optional<std::string> trace;
   if (e.trace) trace = to_json(*e.trace).dump();
-  auto r =
-      conn_.exec(kInsertOne, {e.id, e.workflow, e.workflow_id, e.input.dump(), e.source,
-                              e.source_ref, std::to_string(std::max(1, e.max_attempts)), trace});
+  auto r = conn_.exec(kInsertOne,
+                      {e.id, e.workflow, e.workflow_id, e.input.dump(), e.source, e.source_ref,
+                       std::to_string(std::max(1, e.max_attempts)), trace, e.concurrency_key});
   if (!r) return fail(r.error());
   if (r->empty()) return std::optional<std::string>{};
   return std::optional<std::string>{e.id};
@@ -225,7 +227,7 @@ namespace {
 
 constexpr const char* kEntityColumns =
     "ord int, wf text, wid text, id uuid, input jsonb, source text, ref text, max_attempts int, "
-    "trace jsonb, startable bool, signal text, payload jsonb, key text, reuse bool";
+    "trace jsonb, startable bool, signal text, payload jsonb, key text, reuse bool, ckey text";
 
 // `i`'s signal key was delivered to some run of its workflow id (the dedupe
 // spans the runs of an entity).
@@ -256,10 +258,10 @@ constexpr const char* kEntityStart =
     " ORDER BY wf, wid, ord), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts, start_trace, run_no, entity_reuse) "
+    "  max_attempts, start_trace, run_no, entity_reuse, concurrency_key) "
     "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, "
     "  COALESCE((SELECT max(x.run_no) FROM harvest_workflow_executions x "
-    "   WHERE x.workflow_name = f.wf AND x.workflow_id = f.wid), 0) + 1, reuse FROM firsts f "
+    "   WHERE x.workflow_name = f.wf AND x.workflow_id = f.wid), 0) + 1, reuse, ckey FROM firsts f "
     "  ORDER BY wf, wid ON CONFLICT DO NOTHING RETURNING id), "
     "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
     "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "

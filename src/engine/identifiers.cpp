@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/ids.hpp"
+#include "engine/workflow.hpp"
 
 namespace harvest::engine {
 
@@ -26,6 +27,29 @@ Status check_identifier_if_set(std::string_view field, const std::optional<std::
                                size_t max) {
   if (!value) return {};
   return check_identifier(field, *value, max);
+}
+
+Result<std::optional<std::string>> concurrency_key_for(
+    const WorkflowDef& def, const nlohmann::json& input,
+    const std::optional<std::string>& workflow_id) {
+  if (!def.options.concurrency) return std::optional<std::string>{};
+  std::string key;
+  try {
+    key = def.options.concurrency->key(input, workflow_id);
+  } catch (const std::exception& e) {
+    return fail(Error::bad_request(
+        fmt::format("the concurrency key function of workflow '{}' failed on this input: {}",
+                    def.name, to_valid_utf8(e.what()))));
+  } catch (...) {
+    return fail(Error::bad_request(fmt::format(
+        "the concurrency key function of workflow '{}' failed on this input", def.name)));
+  }
+  if (auto ok = check_identifier(fmt::format("the concurrency key of workflow '{}'", def.name), key,
+                                 IdentifierLimits::kConcurrencyKey);
+      !ok) {
+    return fail(ok.error());
+  }
+  return std::optional<std::string>{std::move(key)};
 }
 
 }  // namespace harvest::engine

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@ struct IdentifierLimits {
   static constexpr size_t kIdempotencyKey = 512;  // start and signal keys
   static constexpr size_t kSignalName = 200;
   static constexpr size_t kSourceRef = 1024;  // provenance (rendered broker coordinates)
+  static constexpr size_t kConcurrencyKey = 512;
 };
 
 // kBadRequest when `value` is empty, longer than `max` bytes, holds a NUL or
@@ -32,5 +34,15 @@ struct IdentifierLimits {
 // The same check when `value` is set; an unset value passes.
 [[nodiscard]] Status check_identifier_if_set(std::string_view field,
                                              const std::optional<std::string>& value, size_t max);
+
+struct WorkflowDef;
+
+// ENG-19: the concurrency key of a run of `def` with this input and workflow
+// id; std::nullopt for a workflow without a ConcurrencyPolicy. kBadRequest
+// naming the workflow when the key function throws or its key breaks the
+// identifier limits.
+[[nodiscard]] Result<std::optional<std::string>> concurrency_key_for(
+    const WorkflowDef& def, const nlohmann::json& input,
+    const std::optional<std::string>& workflow_id);
 
 }  // namespace harvest::engine

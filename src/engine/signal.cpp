@@ -137,6 +137,14 @@ Result<Engine::PreparedSignal> Engine::prepare_signal_with_start(
   if (!p.bad_input) {
     if (auto ok = check_json_storable(req.start_input); !ok) p.bad_input = ok.error().message;
   }
+  std::optional<std::string> concurrency_key;
+  if (!p.bad_input) {
+    if (auto k = concurrency_key_for(*def, req.start_input, req.workflow_id); !k) {
+      p.bad_input = k.error().message;
+    } else {
+      concurrency_key = std::move(*k);
+    }
+  }
   // An input that cannot start a run never goes to the store: it could not
   // be serialised or stored, and its neighbours in the batch must not pay
   // for it (the item still signals a run that exists).
@@ -148,7 +156,8 @@ Result<Engine::PreparedSignal> Engine::prepare_signal_with_start(
                                             .source = std::string(to_string(req.source)),
                                             .source_ref = req.source_ref,
                                             .trace = req.trace,
-                                            .max_attempts = def->options.max_attempts},
+                                            .max_attempts = def->options.max_attempts,
+                                            .concurrency_key = concurrency_key},
                       .startable = !p.bad_input,
                       .signal = req.signal,
                       .payload = req.payload,

@@ -62,6 +62,8 @@ Result<Engine::PreparedStart> Engine::prepare_start(const StartRequest& req) con
   if (auto ok = check_json_storable(req.input); !ok) {
     return fail(Error::bad_request("input: " + ok.error().message));
   }
+  auto concurrency_key = concurrency_key_for(*def, req.input, req.workflow_id);
+  if (!concurrency_key) return fail(concurrency_key.error());
   PreparedStart p;
   p.def = def;
   p.exec = NewExecution{.id = new_time_ordered_uuid(),
@@ -72,7 +74,8 @@ Result<Engine::PreparedStart> Engine::prepare_start(const StartRequest& req) con
                         .source = std::string(to_string(req.source)),
                         .source_ref = req.source_ref,
                         .trace = req.trace,
-                        .max_attempts = def->options.max_attempts};
+                        .max_attempts = def->options.max_attempts,
+                        .concurrency_key = std::move(*concurrency_key)};
   return p;
 }
 

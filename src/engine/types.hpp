@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -135,6 +136,18 @@ struct BatchPolicy {
   std::chrono::milliseconds max_wait{1000};
 };
 
+// Per-key concurrency (ENG-19): at most `max_per_key` runs of a workflow
+// type with the same concurrency key execute at once, across every worker of
+// a shard; the others wait runnable and are claimed as runs of their key
+// finish. The key is computed once, when the run is created, from its input
+// and workflow id; a key function that throws refuses the start (a 4xx, or a
+// dead letter naming the cause on a broker). A key is 1 to 512 bytes of
+// UTF-8 without NUL.
+struct ConcurrencyPolicy {
+  std::function<std::string(const Json& input, const std::optional<std::string>& workflow_id)> key;
+  int max_per_key = 1;
+};
+
 struct WorkflowOptions {
   // Runs of this type that fail are retried up to this many attempts in all;
   // a run that exhausts them lands in the engine's dead letters (ENG-14).
@@ -152,6 +165,8 @@ struct WorkflowOptions {
   // instead of taking down the next worker too. "In a row": a suspension, a
   // retry or a replay starts the count again. 0 disables the check.
   int poison_pill_threshold = 3;
+  // Per-key concurrency; unset: runs are claimed without looking at keys.
+  std::optional<ConcurrencyPolicy> concurrency;
 
   [[nodiscard]] bool defers_admission() const { return throttle || debounce || batch; }
 };

@@ -46,6 +46,12 @@ Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(s
   for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
     writers_.push_back(std::make_unique<HistoryWriter>(engine_.pool(shard)));
   }
+  for (const auto& name : engine_.workflows().names()) {
+    const WorkflowDef* def = engine_.workflows().find(name);
+    if (def && def->options.concurrency) {
+      keyed_[name] = std::max(1, def->options.concurrency->max_per_key);
+    }
+  }
 }
 
 Worker::~Worker() {
@@ -92,7 +98,7 @@ Result<std::vector<Worker::Claimed>> Worker::claim(size_t limit) {
       cursor = cursors_[shard];
     }
     auto runs = ExecutionStore(**conn).claim(workflows, config_.owner, config_.lease,
-                                             limit - out.size(), own_prefix_, &cursor);
+                                             limit - out.size(), own_prefix_, &cursor, keyed_);
     {
       std::lock_guard lock(mu_);
       cursors_[shard] = cursor;
@@ -272,6 +278,21 @@ void Worker::execute(Claimed c) {
   const Fence fence{run.id, run.lease};
   const auto started = std::chrono::steady_clock::now();
   if (contain_crash_loop(shard, run, *def)) return;
+  // ENG-19: however a keyed run leaves this worker, a run waiting for its
+  // key may now be claimed: wake the workers here and in other processes.
+  struct WakeKeyWaiters {
+    Worker& w;
+    size_t shard;
+    bool keyed;
+    ~WakeKeyWaiters() {
+      if (!keyed) return;
+      w.engine_.work_signal().notify();
+      if (!w.config_.listen) return;
+      if (auto conn = w.engine_.pool(shard).acquire()) {
+        (void)(*conn)->exec("SELECT pg_notify('harvest_work', '')");
+      }
+    }
+  } wake{*this, shard, def->options.concurrency.has_value()};
   // An attempt that fails after the run saw its cancellation ends it
   // cancelled: a cancelled run is never retried.
   auto failed = [&](const std::string& what) {

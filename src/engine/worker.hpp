@@ -142,6 +142,8 @@ class Worker {
   std::atomic<int> crashed_{0};
   // Per shard: the group commit of this worker's run histories.
   std::vector<std::unique_ptr<HistoryWriter>> writers_;
+  // Workflows with per-key concurrency -> max_per_key (ENG-19).
+  std::map<std::string, int> keyed_;
 };
 
 }  // namespace harvest::engine

@@ -8,6 +8,10 @@
 // - `sleeps` (the clock-skew test, ENG-21, run under faketime): prints
 //   "invoked" each time a claim runs it, then sleeps durably for its input
 //   in milliseconds.
+// - `keyed` (the per-key concurrency test, ENG-19): concurrency key
+//   input["account"], at most 2 per key; its one step counts itself in and
+//   out of harvest_test_key_load (n, and the highest n seen as peak) around
+//   a 20 ms pause.
 //
 //   engine_worker_process --db URL --instance-id ID [--seconds N]
 //
@@ -24,8 +28,11 @@
 
 #include "engine/engine.hpp"
 #include "engine/worker.hpp"
+#include "keyed_workflow.hpp"
+#include "store/pg.hpp"
 
 using namespace harvest;
+using harvest::engine::testing::keyed_options;
 
 int main(int argc, char** argv) {
   std::string db, instance;
@@ -55,6 +62,30 @@ int main(int argc, char** argv) {
     });
     return 0;
   });
+  workflows.add(
+      "keyed",
+      [db](engine::WorkflowContext& ctx, engine::Json input) {
+        const std::string account = input.at("account").get<std::string>();
+        ctx.step("work", [&] {
+          thread_local std::unique_ptr<store::Connection> conn;
+          if (!conn) {
+            auto c = store::Connection::open(db);
+            if (!c) throw std::runtime_error(c.error().describe());
+            conn = std::move(*c);
+          }
+          auto in = conn->exec(
+              "UPDATE harvest_test_key_load SET n = n + 1, peak = GREATEST(peak, n + 1) "
+              "WHERE key = $1",
+              {account});
+          if (!in) throw std::runtime_error(in.error().describe());
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          auto out =
+              conn->exec("UPDATE harvest_test_key_load SET n = n - 1 WHERE key = $1", {account});
+          if (!out) throw std::runtime_error(out.error().describe());
+        });
+        return 0;
+      },
+      keyed_options());
   workflows.add("sleeps", [](engine::WorkflowContext& ctx, int ms) {
     std::cout << "invoked" << std::endl;
     ctx.sleep(std::chrono::milliseconds(ms));
@@ -69,7 +100,7 @@ int main(int argc, char** argv) {
     std::cerr << "cannot open the engine: " << engine.error().describe() << "\n";
     return 1;
   }
-  engine::Worker worker(**engine, {.concurrency = 1, .lease = std::chrono::seconds(30)});
+  engine::Worker worker(**engine, {.concurrency = 4, .lease = std::chrono::seconds(30)});
   worker.start();
   std::cout << "ready" << std::endl;
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
