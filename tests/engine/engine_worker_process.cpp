@@ -15,7 +15,7 @@
 //
 //   engine_worker_process --db URL --instance-id ID [--seconds N]
 //
-// Prints "ready" once its worker runs, then works for --seconds (default 60)
+// Prints "ready" as its worker starts, then works for --seconds (default 60)
 // and exits 0 after stopping the worker in order; 1 on bad usage or when the
 // engine cannot open.
 #include <unistd.h>
@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   engine::Worker worker(**engine, {.concurrency = 4, .lease = std::chrono::seconds(30)});
+  std::cout << "ready" << std::endl;  // before the first run can print
   worker.start();
-  std::cout << "ready" << std::endl;
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   worker.stop();
   return 0;
