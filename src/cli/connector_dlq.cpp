@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "api/views.hpp"
 #include "cli/output.hpp"
 #include "connector_dlq/dead_letter_store.hpp"
@@ -44,11 +42,6 @@ DeadLetterFilter filter_of(const ConnectorDlqOptions& o) {
 std::string replay_state(const StoredDeadLetter& d) {
   if (d.replay_outcome) return *d.replay_outcome;
   return d.replay_requested_at ? "requested" : "-";
-}
-
-std::string default_requester() {
-  const char* user = std::getenv("USER");
-  return std::string("cli:") + (user && *user ? user : "unknown");
 }
 
 int list(DeadLetterStore& store, const ConnectorDlqOptions& o, bool json, std::ostream& out,

@@ -46,4 +46,9 @@ std::string env_or(const char* name, std::string fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : std::move(fallback);
 }
 
+std::string default_requester() {
+  const char* user = std::getenv("USER");
+  return std::string("cli:") + (user && *user ? user : "unknown");
+}
+
 }  // namespace harvest::cli

@@ -20,6 +20,8 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
 [[nodiscard]] std::string one_line(std::string s, size_t max);
 // The environment variable `name`, or `fallback` when it is unset or empty.
 [[nodiscard]] std::string env_or(const char* name, std::string fallback = {});
+// Who a command acts for when no --by / --requested-by is given: "cli:$USER".
+[[nodiscard]] std::string default_requester();
 // Prints `error: <message>` on one line; returns exit code 1.
 [[nodiscard]] int fail_with(std::ostream& err, const Error& e);
 

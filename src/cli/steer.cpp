@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "api/views.hpp"
 #include "cli/output.hpp"
 
@@ -21,11 +19,6 @@ void add(CLI::App* cmd, SteerOptions& o) {
   cmd->add_option("--reason", o.reason, "why (recorded in each run's history)")->required();
   cmd->add_option("--requested-by", o.requested_by, "who asks (default: cli:$USER)");
   cmd->add_flag("--yes", o.yes, "with --workflow: act, instead of only counting the runs");
-}
-
-std::string default_requester() {
-  const char* user = std::getenv("USER");
-  return std::string("cli:") + (user && *user ? user : "unknown");
 }
 
 std::optional<std::string> set(const std::string& v) {

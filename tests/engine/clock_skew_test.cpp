@@ -45,7 +45,7 @@ TEST_P(ClockSkewTest, a_timer_fires_once_on_database_time_whatever_the_host_cloc
   ASSERT_TRUE(s);
   const std::string id = *s->execution_id;
 
-  WorkerProcess worker(db_url(), "skew-" + new_uuid().substr(0, 8), {},
+  WorkerProcess worker(db_url(), "skew-" + new_uuid().substr(0, 8),
                        {std::string("LD_PRELOAD=") + kLibFaketime,
                         std::string("FAKETIME=") + GetParam(), "FAKETIME_DONT_FAKE_MONOTONIC=1",
                         // libfaketime is preloaded ahead of the sanitizer runtime.

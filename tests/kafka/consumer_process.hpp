@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kafka_connector_fixture.hpp"
+#include "support/child_process.hpp"
 
 extern char** environ;
 
@@ -40,30 +41,11 @@ class ConsumerProcess {
  public:
   ConsumerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env)
       : output_path_(::testing::TempDir() + unique_name("consumer-out")) {
-    std::vector<std::string> argv_storage{HARVEST_KAFKA_CONSUMER_PROCESS};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_storage;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "HARVEST_FAULT_POINTS=", 21) != 0) env_storage.emplace_back(*e);
-    }
-    env_storage.insert(env_storage.end(), extra_env.begin(), extra_env.end());
-    std::vector<char*> envp;
-    for (auto& e : env_storage) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn " << argv[0] << ": " << std::strerror(rc);
-      pid_ = 0;
-    }
+    std::vector<std::string> argv{HARVEST_KAFKA_CONSUMER_PROCESS};
+    argv.insert(argv.end(), args.begin(), args.end());
+    // The parent's fault points are its own; the child gets those in extra_env.
+    pid_ = harvest::testing::spawn_child(std::move(argv), extra_env, output_path_,
+                                         {"HARVEST_FAULT_POINTS="});
   }
   ~ConsumerProcess() {
     kill_now();
