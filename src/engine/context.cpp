@@ -21,9 +21,19 @@ Clock::time_point from_ms(long long ms) {
 }  // namespace
 
 const RecordedOp* RunState::next_recorded(const std::string& kind, const std::string& name) {
+  if (!releases_due_.empty()) {
+    std::vector<std::string> due;
+    due.swap(releases_due_);
+    for (const auto& lock : due) release_lock_op(lock);
+  }
+  return lookup(kind, name, true);
+}
+
+const RecordedOp* RunState::lookup(const std::string& kind, const std::string& name,
+                                   bool deliver_cancel) {
   auto it = run_.ops.find(cursor_);
   if (it == run_.ops.end()) {
-    if (cancel_ && cancel_->load() && !cancel_delivered_) {
+    if (deliver_cancel && cancel_ && cancel_->load() && !cancel_delivered_) {
       // Delivered here, once: recorded first, so a replay delivers it at
       // this same position.
       std::string reason;
@@ -89,6 +99,109 @@ std::optional<std::pair<long long, Json>> RunState::next_signal(const std::strin
                                               it == last_signal_id_.end() ? 0 : it->second);
   if (!r) throw HistoryUnavailable{r.error()};
   return *r;
+}
+
+namespace {
+
+// A store call of the mutex: transient failures abandon the attempt, a lost
+// fence stops the run.
+template <typename F>
+bool mutex_call(Engine& engine, size_t shard, F&& call) {
+  auto conn = engine.pool(shard).acquire();
+  if (!conn) throw HistoryUnavailable{conn.error()};
+  ExecutionStore store(**conn);
+  Result<bool> r = call(store);
+  if (!r) {
+    if (is_permanent(r.error())) throw std::runtime_error("durable lock: " + r.error().message);
+    throw HistoryUnavailable{r.error()};
+  }
+  return *r;
+}
+
+constexpr size_t kMaxLockName = 200;
+// A waiter re-checks the lock this often even if no wake-up reaches it (the
+// holder's worker died between ending the run and waking the next).
+constexpr std::chrono::seconds kLockRecheck{10};
+
+}  // namespace
+
+void RunState::enqueue_lock(const std::string& name) {
+  used_locks_ = true;
+  if (!mutex_call(engine_, shard_,
+                  [&](ExecutionStore& s) { return s.enqueue_lock(fence(), name); }))
+    throw LeaseLost{};
+}
+
+bool RunState::try_grant_lock(const std::string& name) {
+  return mutex_call(engine_, shard_,
+                    [&](ExecutionStore& s) { return s.try_grant_lock(run_.id, name); });
+}
+
+void RunState::leave_lock(const std::string& name) {
+  if (!mutex_call(engine_, shard_,
+                  [&](ExecutionStore& s) { return s.release_lock(fence(), name); }))
+    throw LeaseLost{};
+}
+
+void RunState::release_lock_op(const std::string& name) {
+  held_locks_.erase(name);
+  if (lookup("LockReleased", name, false)) return;
+  leave_lock(name);
+  record("LockReleased", name, nullptr);
+}
+
+void RunState::defer_release(const std::string& name) noexcept {
+  if (held_locks_.erase(name) == 0) return;
+  try {
+    releases_due_.push_back(name);
+  } catch (...) {
+    // Out of memory: the lock goes back when the run ends instead.
+  }
+}
+
+LockGuard::~LockGuard() {
+  if (state_) state_->defer_release(name_);
+}
+
+void LockGuard::release() {
+  if (!state_) return;
+  RunState* state = std::exchange(state_, nullptr);
+  if (state->holds_lock(name_)) state->release_lock_op(name_);
+}
+
+LockGuard WorkflowContext::lock(const std::string& name) {
+  if (name.empty() || name.size() > kMaxLockName) {
+    throw std::invalid_argument(
+        fmt::format("lock name must be 1..{} bytes, got {} bytes", kMaxLockName, name.size()));
+  }
+  if (auto ok = check_json_storable(Json(name)); !ok) {
+    throw std::invalid_argument("lock name cannot be stored: " + ok.error().message);
+  }
+  if (state_.holds_lock(name)) {
+    throw std::logic_error(fmt::format(
+        "lock '{}' is already held by this run (a durable lock is not re-entrant)", name));
+  }
+  state_.note_lock_used();
+  // Two positions, like wait_signal: the place in line, then the grant.
+  if (!state_.next_recorded("LockRequested", name)) {
+    state_.enqueue_lock(name);
+    state_.record("LockRequested", name, nullptr);
+  }
+  try {
+    if (state_.next_recorded("LockAcquired", name)) {
+      state_.mark_held(name);
+      return LockGuard(&state_, name);
+    }
+  } catch (const Cancelled&) {
+    state_.leave_lock(name);  // cancelled while waiting: give up the place
+    throw;
+  }
+  if (!state_.try_grant_lock(name)) {
+    throw Suspension{state_.now() + kLockRecheck};
+  }
+  state_.record("LockAcquired", name, nullptr);
+  state_.mark_held(name);
+  return LockGuard(&state_, name);
 }
 
 const std::string& WorkflowContext::execution_id() const {

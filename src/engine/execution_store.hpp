@@ -33,6 +33,10 @@
 
 namespace harvest::engine {
 
+// The fence every write of a run carries, as an SQL condition on
+// harvest_workflow_executions ($1 = execution id, $2 = lease token).
+inline constexpr const char* kRunFence = "id = $1 AND lease_owner = $2 AND status = 'running'";
+
 // One execution to create: the row, its WorkflowStarted event and (when
 // `idempotency_key` is set) its start-idempotency claim.
 struct NewExecution {
@@ -291,6 +295,29 @@ class ExecutionStore {
   // with, if any.
   [[nodiscard]] Result<bool> finish_cancelled(const Fence& fence, const Json& output,
                                               const std::optional<std::string>& error);
+
+  // ---- the durable mutex, ENG-20 (execution_store_mutex.cpp) ---------------
+  //
+  // A named lock is a FIFO queue of runs; its holder is the first queued run
+  // that is still open. Every call on a name serialises on a
+  // transaction-scoped advisory lock of that name, so a release and a
+  // waiter's check never miss each other. Names are shard-local, like every
+  // other coordination primitive.
+
+  // Queues the run (fenced) for `name`; idempotent, the run keeps its place.
+  // false when the fence no longer holds.
+  [[nodiscard]] Result<bool> enqueue_lock(const Fence& fence, const std::string& name);
+  // Grants `name` to the run when it is first in line; true when it holds it
+  // (idempotent for the holder).
+  [[nodiscard]] Result<bool> try_grant_lock(const std::string& execution_id,
+                                            const std::string& name);
+  // Leaves the queue of `name` (fenced: a worker whose lease was taken over
+  // cannot release the run's lock) and wakes the next run in line. false
+  // when the fence no longer holds.
+  [[nodiscard]] Result<bool> release_lock(const Fence& fence, const std::string& name);
+  // Drops the queue places of closed (or purged) runs and wakes the next in
+  // line of each name they held or waited for; the number of names touched.
+  [[nodiscard]] Result<int> sweep_locks();
 
   // ---- reads, dead letters, retention (execution_store_reads.cpp) ---------
 

@@ -12,9 +12,6 @@ namespace harvest::engine {
 
 namespace {
 
-// The fence every write of a run carries ($1 = execution id, $2 = lease token).
-constexpr const char* kFence = "id = $1 AND lease_owner = $2 AND status = 'running'";
-
 std::string ms(std::chrono::milliseconds d) {
   return std::to_string(d.count());
 }
@@ -219,7 +216,7 @@ Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedO
                                    "INSERT INTO harvest_workflow_events "
                                    "(execution_id, op_seq, kind, name, payload) "
                                    "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
-                                   kFence),
+                                   kRunFence),
                        {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
                         op.payload.dump()});
   if (!r) return fail(r.error());  // kConflict: another holder wrote this position
@@ -281,7 +278,7 @@ Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& ou
                    "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
                    "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
                    "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
-                   kFence),
+                   kRunFence),
        {fence.execution_id, fence.lease, output.dump()},
        true,
        true}};
@@ -391,7 +388,7 @@ Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& 
                   "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
                   "SELECT id, 'AttemptFailed', jsonb_build_object('attempt', $5::int, "
                   "'error', $3::text) FROM retry RETURNING execution_id",
-                  kFence),
+                  kRunFence),
       {fence.execution_id, fence.lease, error, ms(backoff), std::to_string(attempt)});
   if (!r) return fail(r.error());
   return !r->empty();
@@ -417,7 +414,7 @@ Result<bool> fail_into_dead_letters(store::Connection& conn, const Fence& fence,
                   "attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, failed_at = now(), "
                   "replayed_at = NULL "
                   "RETURNING execution_id",
-                  kFence),
+                  kRunFence),
       {fence.execution_id, fence.lease, error, reason});
   if (!r) return fail(r.error());
   return !r->empty();
@@ -443,7 +440,7 @@ Result<bool> ExecutionStore::suspend(const Fence& fence, long long signal_seq_se
           "lease_expires_at = NULL, crash_count = 0, updated_at = now(), run_after = CASE WHEN "
           "signal_seq > $3 THEN now() ELSE to_timestamp($4::double precision / 1000) END "
           "WHERE {} RETURNING id",
-          kFence),
+          kRunFence),
       {fence.execution_id, fence.lease, std::to_string(signal_seq_seen), std::to_string(until_ms)});
   if (!r) return fail(r.error());
   return !r->empty();
@@ -454,7 +451,7 @@ Result<bool> ExecutionStore::release(const Fence& fence, std::chrono::millisecon
       fmt::format("UPDATE harvest_workflow_executions SET status = 'pending', lease_owner = NULL, "
                   "lease_expires_at = NULL, run_after = now() + $3 * interval '1 millisecond' "
                   "WHERE {} RETURNING id",
-                  kFence),
+                  kRunFence),
       {fence.execution_id, fence.lease, ms(delay)});
   if (!r) return fail(r.error());
   return !r->empty();

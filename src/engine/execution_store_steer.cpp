@@ -36,10 +36,9 @@ constexpr const char* kTerminateSet =
 
 constexpr const char* kNotify = "SELECT pg_notify('harvest_work', '')";
 
-Result<std::optional<ExecutionStore::StopResult>> stop_result(
-    Result<std::vector<store::PgResult>> r) {
+Result<std::optional<ExecutionStore::StopResult>> stop_result(const Result<store::PgResult>& r) {
   if (!r) return fail(r.error());
-  const store::PgResult& rows = r->front();
+  const store::PgResult& rows = *r;
   if (rows.empty()) return std::optional<ExecutionStore::StopResult>{};
   return std::optional<ExecutionStore::StopResult>{
       ExecutionStore::StopResult{.workflow = rows.get(0, "workflow_name"),
@@ -74,7 +73,8 @@ Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::request_cancel
       "SELECT t.workflow_name, t.status, t.cancel_requested_at IS NOT NULL AS was_requested, "
       "  EXISTS (SELECT 1 FROM upd) AS changed FROM t",
       kTarget, kCancelSet);
-  return stop_result(conn_.exec_pipeline({{sql, {execution_id, reason, by}}, {kNotify, {}}}));
+  auto r = conn_.exec_pipeline({{sql, {execution_id, reason, by}}, {kNotify, {}}});
+  return stop_result(r ? Result<store::PgResult>(std::move(r->front())) : fail(r.error()));
 }
 
 Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::terminate(
@@ -90,7 +90,7 @@ Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::terminate(
       "SELECT t.workflow_name, t.status, t.cancel_requested_at IS NOT NULL AS was_requested, "
       "  EXISTS (SELECT 1 FROM upd) AS changed FROM t",
       kTarget, kTerminateSet);
-  return stop_result(conn_.exec_pipeline({{sql, {execution_id, reason, by}}}));
+  return stop_result(conn_.exec(sql, {execution_id, reason, by}));
 }
 
 Result<long long> ExecutionStore::count_open(const StopFilter& filter) {
@@ -159,14 +159,15 @@ Result<std::string> ExecutionStore::cancel_reason(const std::string& execution_i
 Result<bool> ExecutionStore::finish_cancelled(const Fence& fence, const Json& output,
                                               const std::optional<std::string>& error) {
   auto r = conn_.exec(
-      "WITH done AS (UPDATE harvest_workflow_executions SET status = 'cancelled', "
-      "output = $3::jsonb, error = $4, completed_at = now(), lease_owner = NULL, "
-      "lease_expires_at = NULL, updated_at = now() "
-      "WHERE id = $1 AND lease_owner = $2 AND status = 'running' "
-      "RETURNING id, cancel_reason) "
-      "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-      "SELECT id, 'WorkflowCancelled', jsonb_strip_nulls(jsonb_build_object('reason', "
-      "cancel_reason, 'output', $3::jsonb, 'error', $4::text)) FROM done RETURNING execution_id",
+      fmt::format(
+          "WITH done AS (UPDATE harvest_workflow_executions SET status = 'cancelled', "
+          "output = $3::jsonb, error = $4, completed_at = now(), lease_owner = NULL, "
+          "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id, cancel_reason) "
+          "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+          "SELECT id, 'WorkflowCancelled', jsonb_strip_nulls(jsonb_build_object('reason', "
+          "cancel_reason, 'output', $3::jsonb, 'error', $4::text)) FROM done RETURNING "
+          "execution_id",
+          kRunFence),
       {fence.execution_id, fence.lease, output.dump(), error});
   if (!r) return fail(r.error());
   return !r->empty();

@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "engine/engine.hpp"
 #include "engine/execution_store.hpp"
@@ -66,6 +68,8 @@ class RunState {
   // `name` (a mismatch means the workflow code is not deterministic). Throws
   // `Cancelled` where the run's cancellation was delivered (recorded), or
   // delivers a pending one here when nothing is recorded at this position.
+  // Locks handed back by a guard since the last durable operation (ENG-20)
+  // are released first, each at its own position.
   const RecordedOp* next_recorded(const std::string& kind, const std::string& name);
   // Whether the run has been handed its Cancelled (live or in replay).
   [[nodiscard]] bool cancel_delivered() const { return cancel_delivered_; }
@@ -76,6 +80,30 @@ class RunState {
   // The next staged signal named `name` after the last consumed one.
   std::optional<std::pair<long long, Json>> next_signal(const std::string& name);
 
+  // ---- the durable mutex (ENG-20) ----
+  // Queues the run for `name` (no history written).
+  void enqueue_lock(const std::string& name);
+  // Whether `name` is granted to the run now (no history written).
+  bool try_grant_lock(const std::string& name);
+  // Leaves the queue of (or hands back) `name`, fenced; no history written.
+  void leave_lock(const std::string& name);
+  // The durable operation that hands `name` back: replayed if recorded,
+  // else released and recorded as LockReleased.
+  void release_lock_op(const std::string& name);
+  void mark_held(const std::string& name) {
+    held_locks_.insert(name);
+    used_locks_ = true;
+  }
+  void note_lock_used() { used_locks_ = true; }
+  [[nodiscard]] bool holds_lock(const std::string& name) const {
+    return held_locks_.count(name) > 0;
+  }
+  // A guard left scope: the lock goes back at the next durable operation.
+  void defer_release(const std::string& name) noexcept;
+  // Whether this attempt queued for or held any lock: when it ends, the
+  // worker sweeps the locks of closed runs so the next in line is woken.
+  [[nodiscard]] bool used_locks() const { return used_locks_; }
+
  private:
   Engine& engine_;
   size_t shard_;
@@ -85,6 +113,13 @@ class RunState {
   bool cancel_delivered_ = false;
   int cursor_ = 0;
   std::map<std::string, long long> last_signal_id_;  // per signal name, consumed so far
+  std::set<std::string> held_locks_;
+  std::vector<std::string> releases_due_;  // handed back by guards, not yet released
+  bool used_locks_ = false;
+
+  // next_recorded without releasing due locks first; `deliver_cancel` false
+  // for the release of a lock, which never delivers a cancellation.
+  const RecordedOp* lookup(const std::string& kind, const std::string& name, bool deliver_cancel);
 };
 
 }  // namespace harvest::engine

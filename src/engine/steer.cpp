@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/ids.hpp"
+#include "common/log.hpp"
 #include "engine/engine.hpp"
 #include "engine/execution_store.hpp"
 #include "engine/identifiers.hpp"
@@ -11,6 +12,14 @@
 namespace harvest::engine {
 
 namespace {
+
+// ENG-20: a terminated run's durable locks pass to the next run in line. On
+// failure the next run's periodic re-check finds the lock free.
+void release_locks_of_closed(ExecutionStore& store) {
+  if (auto r = store.sweep_locks(); !r) {
+    log::warn("cannot release the durable locks of ended runs: {}", r.error().describe());
+  }
+}
 
 Status check_text(std::string_view field, const std::string& value) {
   if (value.empty()) {
@@ -79,6 +88,7 @@ Result<StopOutcome> Engine::stop(const StopRequest& request, bool terminate) {
   const std::string label = workflow_label(s.workflow);
   if (terminate) {
     if (s.changed) {
+      release_locks_of_closed(store);
       config_.metrics->increment(metrics::kEngineRunsTerminated, {{"workflow", label}});
       return StopOutcome{StopOutcomeKind::kTerminated, id, "terminated"};
     }
@@ -136,6 +146,7 @@ Result<BulkStopOutcome> Engine::stop_where(const StopFilter& filter, const std::
     auto n = terminate ? store.terminate_where(filter, reason, requested_by)
                        : store.request_cancel_where(filter, reason, requested_by);
     if (!n) return fail(n.error());
+    if (terminate) release_locks_of_closed(store);
     for (const auto& [workflow, count] : *n) {
       out.stopped += count;
       if (terminate) {

@@ -156,6 +156,13 @@ std::optional<Worker::Claimed> Worker::next(std::stop_token st) {
   return std::nullopt;
 }
 
+void Worker::sweep_locks(size_t shard) {
+  auto conn = engine_.pool(shard).acquire();
+  auto r = conn ? ExecutionStore(**conn).sweep_locks() : fail(conn.error());
+  // The next run in line finds the lock free at its periodic re-check.
+  if (!r) log::warn("cannot hand on the durable locks of ended runs: {}", r.error().describe());
+}
+
 void Worker::forget(const std::string& lease) {
   std::lock_guard lock(mu_);
   active_.erase(lease);
@@ -254,6 +261,7 @@ bool Worker::contain_crash_loop(size_t shard, const ClaimedRun& run, const Workf
     return s.fail_crashed(Fence{run.id, run.lease}, error);
   });
   if (done && *done) {
+    sweep_locks(shard);  // it may have died holding a durable lock
     engine_.metrics().increment(metrics::kEngineRunsCrashed, {{"workflow", run.workflow_name}});
     engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
   }
@@ -293,6 +301,16 @@ void Worker::execute(Claimed c) {
       }
     }
   } wake{*this, shard, def->options.concurrency.has_value()};
+  // ENG-20: a run that queued for or held a durable lock may have just ended
+  // with it; the locks of ended runs pass to the next run in line.
+  struct SweepLocks {
+    Worker& w;
+    size_t shard;
+    const RunState& state;
+    ~SweepLocks() {
+      if (state.used_locks()) w.sweep_locks(shard);
+    }
+  } sweep{*this, shard, state};
   // An attempt that fails after the run saw its cancellation ends it
   // cancelled: a cancelled run is never retried.
   auto failed = [&](const std::string& what) {

@@ -115,6 +115,8 @@ class Worker {
   bool contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def);
   void observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started);
   void forget(const std::string& lease);
+  // ENG-20: hands the durable locks of ended runs on to the next in line.
+  void sweep_locks(size_t shard);
   // Hands back claimed runs that never started (on stop).
   void release_queued();
 

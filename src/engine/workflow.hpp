@@ -2,7 +2,7 @@
 //
 // A workflow is a function `Out(WorkflowContext&, In)` registered by name.
 // It runs durably by replay: every durable operation (`step`, `wait_signal`,
-// `sleep`, `start_child`) is numbered in call order and its result recorded;
+// `sleep`, `start_child`, `lock`) is numbered in call order and its result recorded;
 // when a run resumes on another worker the function is called again from the
 // top and recorded operations return their recorded results instead of
 // running again. Workflow code must therefore be deterministic outside of
@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "common/error.hpp"
 #include "engine/types.hpp"
@@ -39,6 +40,33 @@ class Cancelled {
 
  private:
   std::string reason_;
+};
+
+// A durable lock a run holds (ENG-20), from `WorkflowContext::lock`. Moving
+// it moves the obligation to hand the lock back.
+class [[nodiscard]] LockGuard {
+ public:
+  LockGuard(LockGuard&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)), name_(std::move(other.name_)) {}
+  LockGuard& operator=(LockGuard&&) = delete;
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+  // Hands the lock back at the run's next durable operation, or when the run
+  // ends, whichever comes first: before anything the workflow does durably
+  // after this scope. Never throws and never touches the database itself,
+  // so it is safe while an exception unwinds (a suspension inside the scope
+  // keeps the lock: the run is parked, not gone).
+  ~LockGuard();
+  // Hands the lock back now, as a durable operation of its own (the next
+  // position of the run's history). Idempotent.
+  void release();
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+ private:
+  friend class WorkflowContext;
+  LockGuard(RunState* state, std::string name) : state_(state), name_(std::move(name)) {}
+  RunState* state_;
+  std::string name_;
 };
 
 class WorkflowContext {
@@ -75,6 +103,18 @@ class WorkflowContext {
                                                 std::chrono::milliseconds timeout);
   // Durable sleep: the run suspends and resumes after `duration`, on any worker.
   void sleep(std::chrono::milliseconds duration);
+  // Takes the durable lock `name` (ENG-20): a named mutex shared by every run
+  // of the shard, whatever its workflow. Waiters are served in the order
+  // they asked; while the lock is held by another run this run suspends
+  // (freeing the worker) until the holder hands it back. The lock belongs to
+  // the run, not to the worker: it is held across steps, sleeps, signal
+  // waits and worker crashes (a run taken over after its lease lapsed still
+  // holds it and carries on), and handed back when the guard goes out of
+  // scope, or when the run completes, fails, is cancelled or terminated.
+  // A cancel delivered while waiting throws `Cancelled` here and gives up
+  // the place in line. Names are 1..200 bytes of storable text; a run may
+  // hold several different locks, but not the same one twice.
+  LockGuard lock(const std::string& name);
   // Starts a child workflow exactly once (its workflow_id defaults to one
   // derived from this run and the call position) and returns its execution id.
   [[nodiscard]] std::string start_child(const std::string& workflow, Json input,

@@ -1,5 +1,5 @@
 // A worker in its own process, for the engine's process-level tests: the
-// engine over --db with two workflows.
+// engine over --db with the workflows below.
 // - `aborts` (the poison-pill test, ENG-18): its first step calls
 //   std::abort() — the process dies as a segfault or an OOM kill would, with
 //   no outcome recorded and its leases left to lapse. Every incarnation uses
@@ -12,6 +12,12 @@
 //   input["account"], at most 2 per key; its one step counts itself in and
 //   out of harvest_test_key_load (n, and the highest n seen as peak) around
 //   a 20 ms pause.
+// - `locked` (the durable mutex test, ENG-20): takes the lock "ledger", then
+//   appends (run, 'begin') to harvest_test_ledger and pauses 100 ms, sleeps
+//   durably 20 ms and appends (run, 'end'); prints "holding <execution id>"
+//   as the first step runs.
+//
+// HARVEST_TEST_LEASE_MS, when set, is the worker's lease (default 30 s).
 //
 //   engine_worker_process --db URL --instance-id ID [--seconds N]
 //
@@ -33,6 +39,28 @@
 
 using namespace harvest;
 using harvest::engine::testing::keyed_options;
+
+namespace {
+
+// This run thread's own connection to the test database, for the workflows
+// that write where the test can read.
+store::Connection& test_db(const std::string& db) {
+  thread_local std::unique_ptr<store::Connection> conn;
+  if (!conn) {
+    auto c = store::Connection::open(db);
+    if (!c) throw std::runtime_error(c.error().describe());
+    conn = std::move(*c);
+  }
+  return *conn;
+}
+
+void append_to_ledger(const std::string& db, const std::string& run, const char* phase) {
+  auto r = test_db(db).exec("INSERT INTO harvest_test_ledger (run, phase) VALUES ($1, $2)",
+                            {run, phase});
+  if (!r) throw std::runtime_error(r.error().describe());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string db, instance;
@@ -67,12 +95,7 @@ int main(int argc, char** argv) {
       [db](engine::WorkflowContext& ctx, engine::Json input) {
         const std::string account = input.at("account").get<std::string>();
         ctx.step("work", [&] {
-          thread_local std::unique_ptr<store::Connection> conn;
-          if (!conn) {
-            auto c = store::Connection::open(db);
-            if (!c) throw std::runtime_error(c.error().describe());
-            conn = std::move(*c);
-          }
+          store::Connection* conn = &test_db(db);
           auto in = conn->exec(
               "UPDATE harvest_test_key_load SET n = n + 1, peak = GREATEST(peak, n + 1) "
               "WHERE key = $1",
@@ -86,6 +109,17 @@ int main(int argc, char** argv) {
         return 0;
       },
       keyed_options());
+  workflows.add("locked", [db](engine::WorkflowContext& ctx, int n) {
+    auto guard = ctx.lock("ledger");
+    ctx.step("begin", [&] {
+      std::cout << "holding " << ctx.execution_id() << std::endl;
+      append_to_ledger(db, ctx.execution_id(), "begin");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    });
+    ctx.sleep(std::chrono::milliseconds(20));
+    ctx.step("end", [&] { append_to_ledger(db, ctx.execution_id(), "end"); });
+    return n;
+  });
   workflows.add("sleeps", [](engine::WorkflowContext& ctx, int ms) {
     std::cout << "invoked" << std::endl;
     ctx.sleep(std::chrono::milliseconds(ms));
@@ -100,7 +134,10 @@ int main(int argc, char** argv) {
     std::cerr << "cannot open the engine: " << engine.error().describe() << "\n";
     return 1;
   }
-  engine::Worker worker(**engine, {.concurrency = 4, .lease = std::chrono::seconds(30)});
+  std::chrono::milliseconds lease = std::chrono::seconds(30);
+  if (const char* ms = std::getenv("HARVEST_TEST_LEASE_MS"))
+    lease = std::chrono::milliseconds(std::atoi(ms));
+  engine::Worker worker(**engine, {.concurrency = 4, .lease = lease});
   std::cout << "ready" << std::endl;  // before the first run can print
   worker.start();
   std::this_thread::sleep_for(std::chrono::seconds(seconds));

@@ -45,6 +45,15 @@ class WorkerProcess {
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
+  // Kills it at once (SIGKILL), as a machine or OOM-killer would, and reaps it.
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = 0;
+  }
+
   // Waits up to `within` for the process to end; its wait status, or
   // std::nullopt while it still runs.
   std::optional<int> wait_exit(std::chrono::milliseconds within) {
