@@ -4,11 +4,11 @@
 //   bench_connector_dispatch [messages-per-case=5000]
 #include <fmt/format.h>
 
-#include "connector/mock_source.hpp"
-#include "connector/runtime.hpp"
-#include "engine/engine.hpp"
-#include "plugin/migrations.hpp"
 #include "support/stats.hpp"
+#include <harvest/connector/mock_source.hpp>
+#include <harvest/connector/runtime.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/plugin/migrations.hpp>
 
 using namespace harvest;
 using namespace harvest::connector;

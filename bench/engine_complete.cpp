@@ -7,10 +7,10 @@
 #include <atomic>
 #include <thread>
 
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
-#include "store/pg.hpp"
 #include "support/stats.hpp"
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/store/pg.hpp>
 
 using namespace harvest;
 using namespace harvest::engine;

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/engine.hpp"
 #include "support/stats.hpp"
+#include <harvest/engine/engine.hpp>
 
 using namespace harvest;
 using namespace harvest::engine;

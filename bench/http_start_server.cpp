@@ -8,8 +8,8 @@
 #include <csignal>
 #include <cstdlib>
 
-#include "api/http_server.hpp"
-#include "engine/engine.hpp"
+#include <harvest/api/http_server.hpp>
+#include <harvest/engine/engine.hpp>
 
 using namespace harvest;
 

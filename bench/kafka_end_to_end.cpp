@@ -40,14 +40,14 @@
 #include <stop_token>
 #include <thread>
 
-#include "connector/runtime.hpp"
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
-#include "kafka/kafka_source.hpp"
-#include "kafka/testing/test_broker.hpp"
-#include "plugin/migrations.hpp"
-#include "store/pg.hpp"
 #include "support/stats.hpp"
+#include <harvest/connector/runtime.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/kafka/testing/test_broker.hpp>
+#include <harvest/plugin/migrations.hpp>
+#include <harvest/store/pg.hpp>
 
 using namespace harvest;
 using namespace harvest::connector;

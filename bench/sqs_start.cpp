@@ -16,13 +16,13 @@
 
 #include <cstdlib>
 
-#include "connector/runtime.hpp"
-#include "engine/engine.hpp"
-#include "plugin/migrations.hpp"
-#include "sqs/sqs_client.hpp"
-#include "sqs/sqs_source.hpp"
-#include "store/pg.hpp"
 #include "support/stats.hpp"
+#include <harvest/connector/runtime.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/plugin/migrations.hpp>
+#include <harvest/sqs/sqs_client.hpp>
+#include <harvest/sqs/sqs_source.hpp>
+#include <harvest/store/pg.hpp>
 
 using namespace harvest;
 using namespace harvest::connector;

@@ -20,7 +20,7 @@ add_library(harvest::harvest ALIAS harvest_all)
 install(TARGETS ${harvest_libraries} harvest_all EXPORT harvestTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/harvest)
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS harvest RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Headers of the modules this build has (no kafka/ without harvest::kafka).
 set(harvest_header_excludes "")
@@ -29,8 +29,9 @@ foreach(m kafka sqs api)
     list(APPEND harvest_header_excludes PATTERN "${m}" EXCLUDE)
   endif()
 endforeach()
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ ${PROJECT_BINARY_DIR}/generated/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/harvest
+# Everything is included as <harvest/...>: the include directory is <prefix>/include.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/harvest ${PROJECT_BINARY_DIR}/generated/harvest
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.hpp" ${harvest_header_excludes})
 install(EXPORT harvestTargets NAMESPACE harvest::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/harvest)

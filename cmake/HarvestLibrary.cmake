@@ -3,7 +3,7 @@
 # Defines the static library `harvest_<name>` with everything a harvest module
 # target carries: the `harvest::<name>` alias (the only name other targets and
 # the tests link), `src/` as its public include root (so includes read
-# "engine/engine.hpp" in the tree and once installed), C++23 and the project's
+# <harvest/engine/engine.hpp> in the tree and once installed), C++23 and the project's
 # warning flags. DEPS are public (they appear in this module's headers),
 # PRIVATE_DEPS are implementation details. The export name is `<name>`, so an
 # installed package offers the same `harvest::<name>`.
@@ -19,7 +19,7 @@ function(harvest_library name)
   target_compile_features(${target} PUBLIC cxx_std_23)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
-    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/harvest>)
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_options(${target} PRIVATE ${HARVEST_WARNING_FLAGS})
   if(L_DEPS)
     target_link_libraries(${target} PUBLIC ${L_DEPS})

@@ -8,8 +8,8 @@
 #include <iostream>
 #include <thread>
 
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
 
 using namespace harvest;
 using namespace harvest::engine;

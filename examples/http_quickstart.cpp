@@ -14,10 +14,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "api/http_server.hpp"
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
-#include "metrics/prometheus.hpp"
+#include <harvest/api/http_server.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/metrics/prometheus.hpp>
 
 using namespace harvest;
 

@@ -12,8 +12,8 @@
 #include <csignal>
 #include <cstdlib>
 
-#include "kafka/kafka_source.hpp"
-#include "plugin/plugin.hpp"
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/plugin/plugin.hpp>
 
 using namespace harvest;
 using connector::MapResult, connector::MappedMessage, connector::MessageCtx;

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "kafka/kafka_source.hpp"
-#include "kafka/testing/test_broker.hpp"
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/kafka/testing/test_broker.hpp>
 
 using namespace harvest;
 

@@ -27,10 +27,10 @@
 #include <random>
 #include <thread>
 
-#include "engine/worker.hpp"
-#include "plugin/plugin.hpp"
-#include "sqs/sqs_client.hpp"
-#include "sqs/sqs_source.hpp"
+#include <harvest/engine/worker.hpp>
+#include <harvest/plugin/plugin.hpp>
+#include <harvest/sqs/sqs_client.hpp>
+#include <harvest/sqs/sqs_source.hpp>
 
 using namespace harvest;
 using namespace harvest::connector;

@@ -79,6 +79,9 @@ if [[ $# -eq 0 && "${HARVEST_CORE_BUILD:-1}" == 1 ]]; then
     $(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --cflags --libs harvest)
   "$STATE/consumer-pc" | grep -q "^linked"
   echo "test: installed package consumed through CMake and pkg-config"
+  scripts/check_headers.sh "$PREFIX"
+  # The API reference builds with no warning (every supported member documented).
+  scripts/apidocs.sh "$STATE/apidocs"
 fi
 
 # A full run also runs the unit, postgres, kafka and sqs labels under

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "common/version.hpp"
-#include "connector/mock_source.hpp"
-#include "plugin/plugin.hpp"
+#include <harvest/connector/mock_source.hpp>
+#include <harvest/plugin/plugin.hpp>
+#include <harvest/version.hpp>
 #ifdef CONSUMER_HAS_KAFKA
-#include "kafka/kafka_source.hpp"
+#include <harvest/kafka/kafka_source.hpp>
 #endif
 
 using namespace harvest;

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "api/http_server.hpp"
-#include "engine/worker.hpp"
-#include "metrics/prometheus.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/api/http_server.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/metrics/prometheus.hpp>
 
 namespace harvest::testing {
 

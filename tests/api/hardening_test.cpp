@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "api/handlers.hpp"
 #include "api_fixture.hpp"
-#include "common/log.hpp"
 #include "raw_http.hpp"
+#include <harvest/api/handlers.hpp>
+#include <harvest/common/log.hpp>
 
 namespace harvest::api {
 namespace {

@@ -1,9 +1,8 @@
 // ENG-12: the one mapping from error kinds to HTTP status codes.
-#include "api/http_status.hpp"
-
 #include <gtest/gtest.h>
 
-#include "api/handlers.hpp"
+#include <harvest/api/handlers.hpp>
+#include <harvest/api/http_status.hpp>
 
 namespace harvest::api {
 namespace {

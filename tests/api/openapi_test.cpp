@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
-#include "api/routes.hpp"
-#include "api/views.hpp"
 #include "block_yaml.hpp"
+#include <harvest/api/routes.hpp>
+#include <harvest/api/views.hpp>
 
 namespace harvest::api {
 namespace {

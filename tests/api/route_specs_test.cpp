@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <span>
 
-#include "api/routes.hpp"
 #include "api_fixture.hpp"
+#include <harvest/api/routes.hpp>
 
 namespace harvest::api {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <fstream>
 
-#include "api/guard.hpp"
-#include "api/http_server.hpp"
-#include "api/router.hpp"
+#include <harvest/api/guard.hpp>
+#include <harvest/api/http_server.hpp>
+#include <harvest/api/router.hpp>
 
 namespace harvest::api {
 namespace {

@@ -1,18 +1,17 @@
 // The `harvest` CLI's engine commands (executions, dlq, shards) against the
 // test database, driven through run_cli: exit codes, tables, --json, errors.
-#include "cli/cli.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <sstream>
 
-#include "common/ids.hpp"
-#include "engine/worker.hpp"
-#include "plugin/migrations.hpp"
-#include "store/migrations.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/cli/cli.hpp>
+#include <harvest/common/ids.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/plugin/migrations.hpp>
+#include <harvest/store/migrations.hpp>
 
 namespace harvest {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "cli/cli.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/cli/cli.hpp>
 
 namespace harvest {
 namespace {

@@ -4,8 +4,6 @@
 // command end to end against a real HttpServer whose PrometheusMetrics a
 // ConnectorRuntime over MockSource filled (two orders dispatched, one poison
 // order dead-lettered, lag 3).
-#include "cli/connectors_status.hpp"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -15,9 +13,10 @@
 #include <sstream>
 
 #include "api_fixture.hpp"
-#include "cli/cli.hpp"
-#include "connector/runtime.hpp"
 #include "connector_fixture.hpp"
+#include <harvest/cli/cli.hpp>
+#include <harvest/cli/connectors_status.hpp>
+#include <harvest/connector/runtime.hpp>
 
 namespace harvest::cli {
 namespace {

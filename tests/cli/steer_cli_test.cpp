@@ -4,9 +4,9 @@
 
 #include <sstream>
 
-#include "cli/cli.hpp"
-#include "engine/engine.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/cli/cli.hpp>
+#include <harvest/engine/engine.hpp>
 
 namespace harvest {
 namespace {

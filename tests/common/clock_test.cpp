@@ -1,8 +1,8 @@
-#include "common/clock.hpp"
-
 #include <gtest/gtest.h>
 
 #include <thread>
+
+#include <harvest/common/clock.hpp>
 
 namespace harvest {
 namespace {

@@ -1,10 +1,10 @@
 // common/ids: random and time-ordered UUIDs.
-#include "common/ids.hpp"
-
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
+
+#include <harvest/common/ids.hpp>
 
 namespace harvest {
 namespace {

@@ -1,9 +1,9 @@
 // Bounded JSON parsing (hardening: parser limits).
-#include "common/json.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include <harvest/common/json.hpp>
 
 namespace harvest {
 namespace {

@@ -1,9 +1,8 @@
 // One redaction covers every credential form (hardening: credentials).
-#include "common/redact.hpp"
-
 #include <gtest/gtest.h>
 
-#include "common/log.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/common/redact.hpp>
 
 namespace harvest {
 namespace {

@@ -1,6 +1,6 @@
-#include "common/strings.hpp"
-
 #include <gtest/gtest.h>
+
+#include <harvest/common/strings.hpp>
 
 namespace harvest {
 namespace {

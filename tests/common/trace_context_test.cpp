@@ -1,7 +1,7 @@
 // W3C Trace Context parsing (issue 15 item 5): what is kept, what is ignored.
-#include "common/trace_context.hpp"
-
 #include <gtest/gtest.h>
+
+#include <harvest/common/trace_context.hpp>
 
 namespace harvest {
 namespace {

@@ -1,7 +1,7 @@
 // common/url: the URL parts harvest's own HTTP clients use.
-#include "common/url.hpp"
-
 #include <gtest/gtest.h>
+
+#include <harvest/common/url.hpp>
 
 namespace harvest {
 namespace {

@@ -1,10 +1,9 @@
 // CON-4: one set of binding rules (idempotency-mode resolution and every
 // refusal) shared by ConnectorRuntime and the plugin.
-#include "connector/binding_rules.hpp"
-
 #include <gtest/gtest.h>
 
-#include "connector/mock_source.hpp"
+#include <harvest/connector/binding_rules.hpp>
+#include <harvest/connector/mock_source.hpp>
 
 namespace harvest::connector {
 namespace {

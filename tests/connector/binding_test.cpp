@@ -1,9 +1,8 @@
 // CON-2, CON-12: the documented defaults of bindings and the runtime config.
-#include "connector/binding.hpp"
-
 #include <gtest/gtest.h>
 
-#include "connector/runtime.hpp"
+#include <harvest/connector/binding.hpp>
+#include <harvest/connector/runtime.hpp>
 
 namespace harvest::connector {
 namespace {

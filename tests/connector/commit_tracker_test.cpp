@@ -1,7 +1,7 @@
 // CON-6, CON-7: the contiguous-prefix commit tracker and its stall signals.
-#include "connector/commit_tracker.hpp"
-
 #include <gtest/gtest.h>
+
+#include <harvest/connector/commit_tracker.hpp>
 
 namespace harvest::connector {
 namespace {

@@ -1,6 +1,6 @@
 #include "connector_fixture.hpp"
 
-#include "common/fault.hpp"
+#include <harvest/common/fault.hpp>
 
 namespace harvest::connector::testing {
 

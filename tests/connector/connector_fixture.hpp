@@ -4,10 +4,10 @@
 
 #include <memory>
 
-#include "connector/binding.hpp"
-#include "connector/mock_source.hpp"
-#include "connector/runtime.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/connector/binding.hpp>
+#include <harvest/connector/mock_source.hpp>
+#include <harvest/connector/runtime.hpp>
 
 namespace harvest::connector::testing {
 

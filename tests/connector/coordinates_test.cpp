@@ -2,13 +2,12 @@
 // Rendering and its exact inverse, the structured form dead letters store,
 // the position query, and the dedupe key bytes — pinned against keys derived
 // before the move, so no deployed key changes.
-#include "connector/coordinates.hpp"
-
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "connector/dedupe_key.hpp"
+#include <harvest/connector/coordinates.hpp>
+#include <harvest/connector/dedupe_key.hpp>
 
 namespace harvest::connector {
 namespace {

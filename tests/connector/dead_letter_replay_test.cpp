@@ -6,9 +6,9 @@
 
 #include <atomic>
 
-#include "connector/dead_letter.hpp"
-#include "connector_dlq/dead_letter_store.hpp"
 #include "connector_fixture.hpp"
+#include <harvest/connector/dead_letter.hpp>
+#include <harvest/connector_dlq/dead_letter_store.hpp>
 
 namespace harvest::connector::testing {
 namespace {

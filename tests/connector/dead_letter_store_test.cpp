@@ -1,12 +1,11 @@
 // Issue 15: the connector dead letters as an operator surface on real
 // PostgreSQL — list/show filters, input bounds, purge needing a filter, and
 // the replay marks.
-#include "connector_dlq/dead_letter_store.hpp"
-
 #include <gtest/gtest.h>
 
-#include "connector/dead_letter.hpp"
 #include "connector_fixture.hpp"
+#include <harvest/connector/dead_letter.hpp>
+#include <harvest/connector_dlq/dead_letter_store.hpp>
 
 namespace harvest::connector::testing {
 namespace {

@@ -1,6 +1,6 @@
 // Links the engine and nothing else, so its transitive link graph can be
 // inspected (CON-1).
-#include "engine/engine.hpp"
+#include <harvest/engine/engine.hpp>
 
 int main() {
   harvest::engine::WorkflowRegistry r;

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <set>
 
-#include "connector/event_source.hpp"
+#include <harvest/connector/event_source.hpp>
 
 namespace harvest::connector::contract {
 

@@ -1,6 +1,6 @@
 // CON-15: MockSource passes the EventSource contract in both of its shapes.
-#include "connector/mock_source.hpp"
 #include "event_source_contract.hpp"
+#include <harvest/connector/mock_source.hpp>
 
 namespace harvest::connector::contract {
 namespace {

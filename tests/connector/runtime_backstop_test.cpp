@@ -6,11 +6,11 @@
 
 #include <thread>
 
-#include "common/clock.hpp"
-#include "common/fault.hpp"
-#include "common/log.hpp"
 #include "connector_fixture.hpp"
-#include "metrics/recorder.hpp"
+#include <harvest/common/clock.hpp>
+#include <harvest/common/fault.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/metrics/recorder.hpp>
 
 namespace harvest::connector::testing {
 namespace {

@@ -7,8 +7,8 @@
 #include <functional>
 #include <thread>
 
-#include "common/log.hpp"
 #include "connector_fixture.hpp"
+#include <harvest/common/log.hpp>
 
 namespace harvest::connector::testing {
 namespace {

@@ -16,9 +16,9 @@
 #include <set>
 #include <thread>
 
-#include "common/log.hpp"
 #include "connector_fixture.hpp"
-#include "store/pg.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/store/pg.hpp>
 
 namespace harvest::connector::testing {
 namespace {

@@ -4,9 +4,9 @@
 #include <future>
 #include <thread>
 
-#include "common/clock.hpp"
-#include "common/log.hpp"
 #include "connector_fixture.hpp"
+#include <harvest/common/clock.hpp>
+#include <harvest/common/log.hpp>
 
 namespace harvest::connector::testing {
 namespace {

@@ -6,12 +6,12 @@
 #include <random>
 #include <thread>
 
-#include "common/fault.hpp"
-#include "common/log.hpp"
-#include "connector/dedupe_key.hpp"
 #include "connector_fixture.hpp"
-#include "engine/admission.hpp"
-#include "engine/worker.hpp"
+#include <harvest/common/fault.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/connector/dedupe_key.hpp>
+#include <harvest/engine/admission.hpp>
+#include <harvest/engine/worker.hpp>
 
 namespace harvest::connector::testing {
 namespace {

@@ -3,9 +3,9 @@
 // the execution view, the WorkflowStarted event and the run's log lines.
 #include <gtest/gtest.h>
 
-#include "common/log.hpp"
 #include "connector_fixture.hpp"
-#include "engine/worker.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/engine/worker.hpp>
 
 namespace harvest::connector::testing {
 namespace {

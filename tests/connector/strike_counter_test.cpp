@@ -1,9 +1,8 @@
 // CON-9: the bounded in-memory strike counter.
-#include "connector/strike_counter.hpp"
-
 #include <gtest/gtest.h>
 
-#include "common/log.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/connector/strike_counter.hpp>
 
 namespace harvest::connector {
 namespace {

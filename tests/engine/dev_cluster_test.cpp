@@ -1,7 +1,5 @@
 // ENG-2: with no database URL in the dev profile, harvest runs a private
 // PostgreSQL cluster under its own data directory, reused across runs.
-#include "store/dev_cluster.hpp"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -11,8 +9,9 @@
 #include <filesystem>
 #include <random>
 
-#include "engine/engine.hpp"
-#include "store/pg.hpp"
+#include <harvest/engine/engine.hpp>
+#include <harvest/store/dev_cluster.hpp>
+#include <harvest/store/pg.hpp>
 
 namespace harvest::store {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <atomic>
 
-#include "common/log.hpp"
-#include "engine/worker.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/engine/worker.hpp>
 
 namespace harvest::engine {
 namespace {

@@ -32,10 +32,10 @@
 #include <string>
 #include <thread>
 
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
 #include "keyed_workflow.hpp"
-#include "store/pg.hpp"
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/store/pg.hpp>
 
 using namespace harvest;
 using harvest::engine::testing::keyed_options;

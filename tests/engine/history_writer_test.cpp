@@ -1,8 +1,6 @@
 // Issue 11 item 3: group commit of run history. A batch of records and
 // completions from many runs gives each write the outcome it would get
 // alone; one refused write never fails the others.
-#include "engine/history_writer.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +10,7 @@
 #include <thread>
 
 #include "support/pg_fixture.hpp"
+#include <harvest/engine/history_writer.hpp>
 
 namespace harvest::engine {
 namespace {

@@ -3,7 +3,7 @@
 // engine_worker_process (which runs them): key input["account"], 2 per key.
 #pragma once
 
-#include "engine/types.hpp"
+#include <harvest/engine/types.hpp>
 
 namespace harvest::engine::testing {
 

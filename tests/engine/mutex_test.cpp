@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "common/ids.hpp"
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
 #include "support/pg_fixture.hpp"
 #include "worker_process.hpp"
+#include <harvest/common/ids.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
 
 namespace harvest::engine {
 namespace {

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <string>
 
-#include "common/ids.hpp"
-#include "engine/engine.hpp"
 #include "support/pg_fixture.hpp"
 #include "worker_process.hpp"
+#include <harvest/common/ids.hpp>
+#include <harvest/engine/engine.hpp>
 
 namespace harvest::engine {
 namespace {

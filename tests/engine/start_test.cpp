@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "support/pg_fixture.hpp"
+#include <harvest/engine/connector_starts.hpp>
 
 namespace harvest::engine {
 namespace {
@@ -25,6 +26,32 @@ class StartTest : public testing::PgTest {};
 StartRequest order_start(std::string id) {
   return StartRequest{.workflow = "fulfil_order",
                       .input = Json{{"order_id", std::move(id)}, {"total_cents", 100}}};
+}
+
+// ENG-11: the connector's internal path writes derived `conn:` keys, which
+// every public path refuses; a key outside the prefix fails its own request.
+TEST_F(StartTest, the_connector_path_takes_reserved_keys_and_refuses_any_other_alone) {
+  auto engine = open_engine(order_workflows());
+  std::vector<internal::DerivedStart> starts;
+  starts.push_back({order_start("C-1"), std::string("conn:orders:0:41")});
+  starts.push_back({order_start("C-2"), std::string("orders:0:42")});
+  starts.push_back({order_start("C-3"), std::nullopt});
+  auto out = internal::ConnectorStarts::start_batch(*engine, std::move(starts));
+  ASSERT_EQ(out.size(), 3u);
+  ASSERT_TRUE(out[0]) << out[0].error().message;
+  EXPECT_EQ(out[0]->kind, StartOutcomeKind::kStarted);
+  ASSERT_FALSE(out[1]);
+  EXPECT_EQ(out[1].error().kind, ErrorKind::kInternal);
+  ASSERT_TRUE(out[2]) << out[2].error().message;
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency WHERE idempotency_key = "
+                   "'conn:orders:0:41'"),
+            1);
+  // The public path refuses the same key.
+  auto req = order_start("C-4");
+  req.idempotency_key = "conn:orders:0:41";
+  auto refused = engine->start(req);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kBadRequest);
 }
 
 TEST_F(StartTest, start_commits_execution_row_and_started_event) {

@@ -5,10 +5,10 @@
 #include <latch>
 #include <thread>
 
-#include "engine/engine.hpp"
-#include "engine/worker.hpp"
-#include "metrics/recorder.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/metrics/recorder.hpp>
 
 namespace harvest::engine {
 namespace {

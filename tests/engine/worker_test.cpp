@@ -1,16 +1,15 @@
 // ENG-3, ENG-7, ENG-8, ENG-10: durable runs, signals, throttle, retention.
-#include "engine/worker.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "common/fault.hpp"
-#include "common/log.hpp"
-#include "engine/execution_store.hpp"
-#include "metrics/recorder.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/common/fault.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/engine/execution_store.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/metrics/recorder.hpp>
 
 namespace harvest::engine {
 namespace {

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "connector/binding.hpp"
-#include "connector/dead_letter.hpp"
-#include "connector/runtime.hpp"
-#include "engine/engine.hpp"
-#include "store/pg.hpp"
+#include <harvest/connector/binding.hpp>
+#include <harvest/connector/dead_letter.hpp>
+#include <harvest/connector/runtime.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/store/pg.hpp>
 
 namespace harvest::connector::testing::isolation {
 

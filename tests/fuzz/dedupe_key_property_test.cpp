@@ -10,9 +10,9 @@
 #include <random>
 #include <unordered_set>
 
-#include "common/ids.hpp"
-#include "connector/dedupe_key.hpp"
-#include "engine/identifiers.hpp"
+#include <harvest/common/ids.hpp>
+#include <harvest/connector/dedupe_key.hpp>
+#include <harvest/engine/identifiers.hpp>
 
 namespace harvest::connector {
 namespace {

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <random>
 
-#include "api/router.hpp"
 #include "api_fixture.hpp"
-#include "common/json.hpp"
 #include "raw_http.hpp"
+#include <harvest/api/router.hpp>
+#include <harvest/common/json.hpp>
 
 namespace harvest {
 namespace {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/error.hpp"
+#include <harvest/common/error.hpp>
 
 namespace harvest::kafka::testing {
 

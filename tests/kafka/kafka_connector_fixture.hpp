@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "connector_fixture.hpp"
-#include "kafka/kafka_source.hpp"
-#include "kafka/testing/test_broker.hpp"
-#include "plugin/plugin.hpp"
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/kafka/testing/test_broker.hpp>
+#include <harvest/plugin/plugin.hpp>
 
 namespace harvest::kafka::testing {
 

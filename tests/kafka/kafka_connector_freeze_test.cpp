@@ -7,9 +7,9 @@
 #include <stop_token>
 #include <thread>
 
-#include "common/log.hpp"
 #include "frozen_broker.hpp"
 #include "kafka_connector_fixture.hpp"
+#include <harvest/common/log.hpp>
 
 namespace harvest::kafka::testing {
 namespace {

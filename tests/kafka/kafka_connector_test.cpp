@@ -11,10 +11,10 @@
 #include <stop_token>
 #include <thread>
 
-#include "common/fault.hpp"
-#include "common/log.hpp"
-#include "engine/worker.hpp"
 #include "kafka_connector_fixture.hpp"
+#include <harvest/common/fault.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/engine/worker.hpp>
 
 namespace harvest::kafka::testing {
 namespace {

@@ -31,10 +31,10 @@
 #include <string>
 #include <thread>
 
-#include "kafka/kafka_source.hpp"
-#include "metrics/recorder.hpp"
-#include "plugin/plugin.hpp"
-#include "store/pg.hpp"
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/metrics/recorder.hpp>
+#include <harvest/plugin/plugin.hpp>
+#include <harvest/store/pg.hpp>
 
 using namespace harvest;
 

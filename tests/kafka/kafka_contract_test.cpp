@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "event_source_contract.hpp"
-#include "kafka/kafka_source.hpp"
-#include "kafka/testing/test_broker.hpp"
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/kafka/testing/test_broker.hpp>
 
 namespace harvest::connector::contract {
 namespace {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "kafka/kafka_source.hpp"
-#include "kafka/testing/test_broker.hpp"
+#include <harvest/kafka/kafka_source.hpp>
+#include <harvest/kafka/testing/test_broker.hpp>
 
 namespace harvest::kafka::testing {
 

@@ -4,8 +4,8 @@
 // group's commit reaches the log end — no endless retry, no stall.
 #include <gtest/gtest.h>
 
-#include "engine/worker.hpp"
 #include "kafka_connector_fixture.hpp"
+#include <harvest/engine/worker.hpp>
 
 namespace harvest::kafka::testing {
 namespace {

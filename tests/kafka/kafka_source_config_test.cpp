@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "common/log.hpp"
-#include "kafka/anchor_book.hpp"
-#include "kafka/kafka_source.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/kafka/anchor_book.hpp>
+#include <harvest/kafka/kafka_source.hpp>
 
 namespace harvest::kafka {
 namespace {

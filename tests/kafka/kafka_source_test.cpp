@@ -1,9 +1,9 @@
 // KafkaSource against a real Apache Kafka broker (KAF-1..KAF-6, CON-6).
 #include <gtest/gtest.h>
 
-#include "common/fault.hpp"
-#include "common/log.hpp"
 #include "kafka_fixture.hpp"
+#include <harvest/common/fault.hpp>
+#include <harvest/common/log.hpp>
 
 namespace harvest::kafka::testing {
 namespace {

@@ -16,10 +16,10 @@
 #include <filesystem>
 #include <random>
 
-#include "common/log.hpp"
 #include "kafka_connector_fixture.hpp"
-#include "store/dev_cluster.hpp"
-#include "store/pg.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/store/dev_cluster.hpp>
+#include <harvest/store/pg.hpp>
 
 namespace harvest::kafka::testing {
 namespace {

@@ -1,9 +1,9 @@
 // ENG-13: the Prometheus exporter behind MetricsRecorder.
-#include "metrics/prometheus.hpp"
-
 #include <gtest/gtest.h>
 
 #include <thread>
+
+#include <harvest/metrics/prometheus.hpp>
 
 namespace harvest::metrics {
 namespace {

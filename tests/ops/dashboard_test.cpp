@@ -14,12 +14,12 @@
 #include <set>
 #include <sstream>
 
-#include "api/routes.hpp"
 #include "api_fixture.hpp"
 #include "block_yaml.hpp"
-#include "connector/runtime.hpp"
 #include "connector_fixture.hpp"
 #include "promql_refs.hpp"
+#include <harvest/api/routes.hpp>
+#include <harvest/connector/runtime.hpp>
 
 namespace harvest::ops {
 namespace {

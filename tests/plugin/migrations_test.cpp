@@ -1,15 +1,14 @@
 // ENG-1: migrations apply once, are idempotent, and pending ones are reported.
-#include "plugin/migrations.hpp"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "cli/cli.hpp"
-#include "common/ids.hpp"
-#include "common/log.hpp"
 #include "support/pg_fixture.hpp"
+#include <harvest/cli/cli.hpp>
+#include <harvest/common/ids.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/plugin/migrations.hpp>
 
 namespace harvest {
 namespace {

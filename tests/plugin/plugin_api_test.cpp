@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "connector_fixture.hpp"
-#include "plugin/plugin.hpp"
+#include <harvest/plugin/plugin.hpp>
 
 namespace harvest::plugin {
 namespace {

@@ -1,12 +1,11 @@
 // CON-4, CON-17: build-time refusals and warnings, each asserted by content;
 // the plugin wiring end to end on MockSource.
-#include "plugin/plugin.hpp"
-
 #include <gtest/gtest.h>
 
-#include "common/ids.hpp"
-#include "common/log.hpp"
 #include "connector_fixture.hpp"
+#include <harvest/common/ids.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/plugin/plugin.hpp>
 
 namespace harvest::plugin {
 namespace {

@@ -2,17 +2,16 @@
 // shared credentials/config files with profiles, web identity (STS), the
 // container endpoint and IMDSv2 (the HTTP ones against a local fake on
 // 127.0.0.1), the region and the endpoint override.
-#include "sqs/credentials.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 
 #include "fake_http_server.hpp"
 #include "scoped_env.hpp"
-#include "sqs/aws_config.hpp"
-#include "sqs/http_transport.hpp"
-#include "sqs/sqs_client.hpp"
+#include <harvest/sqs/aws_config.hpp>
+#include <harvest/sqs/credentials.hpp>
+#include <harvest/sqs/http_transport.hpp>
+#include <harvest/sqs/sqs_client.hpp>
 
 namespace harvest::sqs {
 namespace {

@@ -2,11 +2,11 @@
 // test suite (aws-sig-v4-test-suite: credentials AKIDEXAMPLE, 2015-08-30
 // 12:36:00 UTC, region us-east-1, service "service"). Expected strings are the
 // suite's .creq / .sts / .authz files, verbatim.
-#include "sqs/sigv4.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
+
+#include <harvest/sqs/sigv4.hpp>
 
 namespace harvest::sqs {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "fake_http_server.hpp"
 #include "scoped_env.hpp"
-#include "sqs/sqs_client.hpp"
-#include "sqs/sqs_error.hpp"
+#include <harvest/sqs/sqs_client.hpp>
+#include <harvest/sqs/sqs_error.hpp>
 
 namespace harvest::sqs {
 namespace {

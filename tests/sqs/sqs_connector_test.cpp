@@ -6,16 +6,16 @@
 #include <mutex>
 #include <set>
 
-#include "common/fault.hpp"
-#include "common/log.hpp"
-#include "connector/dead_letter.hpp"
-#include "connector/dedupe_key.hpp"
-#include "connector/runtime.hpp"
-#include "engine/worker.hpp"
-#include "plugin/plugin.hpp"
-#include "sqs/sqs_source.hpp"
 #include "support/pg_fixture.hpp"
 #include "test_queues.hpp"
+#include <harvest/common/fault.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/connector/dead_letter.hpp>
+#include <harvest/connector/dedupe_key.hpp>
+#include <harvest/connector/runtime.hpp>
+#include <harvest/engine/worker.hpp>
+#include <harvest/plugin/plugin.hpp>
+#include <harvest/sqs/sqs_source.hpp>
 
 namespace harvest::sqs {
 namespace {

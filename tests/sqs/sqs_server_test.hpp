@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "sqs/sqs_client.hpp"
 #include "test_queues.hpp"
+#include <harvest/sqs/sqs_client.hpp>
 
 namespace harvest::sqs::testing {
 

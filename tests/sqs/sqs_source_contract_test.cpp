@@ -1,8 +1,8 @@
 // SQS-2, SQS-4: SqsSource passes the shared EventSource contract against the
 // real SQS-compatible server, each test on a queue of its own.
 #include "event_source_contract.hpp"
-#include "sqs/sqs_source.hpp"
 #include "test_queues.hpp"
+#include <harvest/sqs/sqs_source.hpp>
 
 namespace harvest::connector::contract {
 namespace {

@@ -1,7 +1,5 @@
 // SQS-1, SQS-2, SQS-4, CON-8 (coordinates), CON-10 (redrive): SqsSource
 // against the real SQS-compatible server (ElasticMQ).
-#include "sqs/sqs_source.hpp"
-
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -9,9 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "common/log.hpp"
 #include "scoped_env.hpp"
 #include "sqs_server_test.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/sqs/sqs_source.hpp>
 
 namespace harvest::sqs {
 namespace {

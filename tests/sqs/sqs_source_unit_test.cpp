@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "common/log.hpp"
 #include "fake_http_server.hpp"
 #include "scoped_env.hpp"
-#include "sqs/sqs_source.hpp"
+#include <harvest/common/log.hpp>
+#include <harvest/sqs/sqs_source.hpp>
 
 namespace harvest::sqs {
 namespace {

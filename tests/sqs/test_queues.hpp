@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sqs/sqs_client.hpp"
+#include <harvest/sqs/sqs_client.hpp>
 
 namespace harvest::sqs::testing {
 

@@ -1,8 +1,8 @@
 // Every SQLSTATE class maps to a deliberate retry class (issue: errors as
 // retry classes), and no server text reaches the caller-facing message.
-#include "store/pg_error.hpp"
-
 #include <gtest/gtest.h>
+
+#include <harvest/store/pg_error.hpp>
 
 namespace harvest::store {
 namespace {

@@ -1,10 +1,9 @@
 // store::Connection::exec_pipeline: one round trip for several statements,
 // one implicit transaction, and statements prepared once per session.
-#include "store/pg.hpp"
-
 #include <gtest/gtest.h>
 
 #include "support/pg_fixture.hpp"
+#include <harvest/store/pg.hpp>
 
 namespace harvest::store {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <thread>
 
-#include "common/ids.hpp"
-#include "plugin/migrations.hpp"
-#include "store/migrations.hpp"
+#include <harvest/common/ids.hpp>
+#include <harvest/plugin/migrations.hpp>
+#include <harvest/store/migrations.hpp>
 
 namespace harvest::testing {
 

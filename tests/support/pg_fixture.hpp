@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/engine.hpp"
-#include "store/pg.hpp"
+#include <harvest/engine/engine.hpp>
+#include <harvest/store/pg.hpp>
 
 namespace harvest::testing {
 

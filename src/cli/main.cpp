@@ -1,7 +1,0 @@
-#include <iostream>
-
-#include "cli/cli.hpp"
-
-int main(int argc, char** argv) {
-  return harvest::cli::run_cli(argc, argv, std::cout, std::cerr);
-}

@@ -1,0 +1,136 @@
+#include <algorithm>
+#include <cstdint>
+
+#include <harvest/api/views.hpp>
+#include <harvest/common/ids.hpp>
+
+namespace harvest::api {
+
+namespace {
+
+template <typename T>
+Json opt(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 0x3f] : '=';
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Json to_json(const engine::HistoryEvent& event) {
+  return Json{{"id", event.id},
+              {"op_seq", opt(event.op_seq)},
+              {"kind", event.kind},
+              {"name", opt(event.name)},
+              {"payload", event.payload}};
+}
+
+Json to_json(const engine::ExecutionView& view) {
+  Json history = Json::array();
+  for (const auto& e : view.history) history.push_back(to_json(e));
+  return Json{{"execution_id", view.id},
+              {"workflow", view.workflow_name},
+              {"workflow_id", opt(view.workflow_id)},
+              {"run", view.run_no},
+              {"current_run", view.current},
+              {"status", view.status},
+              {"input", view.input},
+              {"output", view.output},
+              {"error", opt(view.error)},
+              {"start_source", view.start_source},
+              {"start_source_ref", opt(view.start_source_ref)},
+              {"start_trace", view.start_trace ? to_json(*view.start_trace) : Json(nullptr)},
+              {"attempt", view.attempt},
+              {"history", std::move(history)}};
+}
+
+Json to_json(const engine::ExecutionSummary& s) {
+  return Json{{"execution_id", s.id},
+              {"workflow", s.workflow_name},
+              {"workflow_id", opt(s.workflow_id)},
+              {"status", s.status},
+              {"start_source", s.start_source},
+              {"start_source_ref", opt(s.start_source_ref)},
+              {"attempt", s.attempt},
+              {"created_at", s.created_at},
+              {"completed_at", opt(s.completed_at)},
+              {"shard", s.shard}};
+}
+
+Json to_json(const engine::ExecutionPage& page) {
+  Json items = Json::array();
+  for (const auto& s : page.items) items.push_back(to_json(s));
+  return Json{{"items", std::move(items)}, {"next_cursor", opt(page.next_cursor)}};
+}
+
+Json to_json(const engine::EngineDeadLetter& d) {
+  return Json{{"execution_id", d.execution_id},
+              {"workflow", d.workflow_name},
+              {"workflow_id", opt(d.workflow_id)},
+              {"reason", d.reason},
+              {"error", d.error},
+              {"attempts", d.attempts},
+              {"failed_at", d.failed_at},
+              {"shard", d.shard}};
+}
+
+Json to_json(const engine::ShardStatus& s) {
+  return Json{{"index", s.index},
+              {"location", s.location},
+              {"readable", s.readable},
+              {"error", opt(s.error)}};
+}
+
+Json to_json(const connector_dlq::StoredDeadLetter& d) {
+  return Json{{"id", d.id},
+              {"binding", d.binding},
+              {"stream", d.stream},
+              {"coordinates", d.coordinates},
+              {"idempotency_key", d.idempotency_key},
+              {"reason", d.reason},
+              {"detail", d.detail},
+              {"attempts", d.attempts},
+              {"failed_at", d.failed_at},
+              {"payload_bytes", d.payload.size()},
+              {"replay_requested_at", opt(d.replay_requested_at)},
+              {"replay_requested_by", opt(d.replay_requested_by)},
+              {"replayed_at", opt(d.replayed_at)},
+              {"replay_outcome", opt(d.replay_outcome)},
+              {"replay_detail", opt(d.replay_detail)},
+              {"replay_execution_id", opt(d.replay_execution_id)}};
+}
+
+Json to_json_detail(const connector_dlq::StoredDeadLetter& d) {
+  Json j = to_json(d);
+  j["payload"] = is_valid_utf8(d.payload) ? Json(d.payload) : Json(nullptr);
+  j["payload_base64"] = base64(d.payload);
+  return j;
+}
+
+Json to_json(const connector_dlq::ReplayRequest& r) {
+  return Json{{"requested", r.requested},
+              {"already_requested", r.already_requested},
+              {"already_replayed", r.already_replayed}};
+}
+
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace harvest::api

@@ -1,0 +1,33 @@
+#include <harvest/common/strings.hpp>
+
+namespace harvest {
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const auto first = s.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(kSpace);
+  return s.substr(first, last - first + 1);
+}
+
+std::vector<std::string> split_list(std::string_view list, char separator) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t end = list.find(separator, pos);
+    if (end == std::string_view::npos) end = list.size();
+    if (auto item = trim(list.substr(pos, end - pos)); !item.empty()) out.emplace_back(item);
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace harvest

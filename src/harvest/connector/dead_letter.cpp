@@ -1,0 +1,93 @@
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <harvest/common/ids.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/connector/coordinates.hpp>
+#include <harvest/connector/dead_letter.hpp>
+
+harvest::store::MigrationSet harvest_migrations_connector();
+
+namespace harvest::connector {
+
+store::MigrationSet connector_migrations() {
+  return harvest_migrations_connector();
+}
+
+namespace {
+
+// The structured coordinates a row stores: the letter's own, or — for a
+// letter that carries only the rendered form — its exact inverse when it
+// reads as one; otherwise none (and a replay of the row is refused).
+store::Param structured_coordinates(const DeadLetter& l) {
+  Json j = l.coordinates_structured;
+  if (j.is_null()) {
+    if (auto parsed = parse_rendered(l.coordinates)) j = coordinates_json(*parsed);
+  }
+  if (j.is_null()) return store::Param{};
+  return store::Param{j.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+// bytea hex input form: the raw payload survives byte for byte, NULs included.
+std::string bytea_hex(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+Status PostgresDeadLetterSink::write(const DeadLetter& l) {
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(
+      "INSERT INTO harvest_connector_dead_letters "
+      "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
+      "coordinates_structured) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb) "
+      "ON CONFLICT (idempotency_key) DO NOTHING",
+      // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
+      {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates),
+       l.idempotency_key, l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts),
+       bytea_hex(l.payload), structured_coordinates(l)});
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Status RecordingDeadLetterSink::write(const DeadLetter& letter) {
+  std::lock_guard lock(mu_);
+  if (fail_) return fail(Error::transient_error("recording sink told to fail"));
+  for (const auto& l : letters_) {
+    if (l.idempotency_key == letter.idempotency_key) return {};
+  }
+  letters_.push_back(letter);
+  return {};
+}
+
+std::vector<DeadLetter> RecordingDeadLetterSink::letters() const {
+  std::lock_guard lock(mu_);
+  return letters_;
+}
+
+void RecordingDeadLetterSink::fail_writes(bool fail) {
+  std::lock_guard lock(mu_);
+  fail_ = fail;
+}
+
+Status UnconfiguredDeadLetterSink::write(const DeadLetter& letter) {
+  std::string msg = fmt::format(
+      "connector binding '{}' has no dead-letter sink configured, so poison message {} ({}) "
+      "stays on the broker unacked. Either give the runtime a sink with "
+      "with_dead_letter_sink(...) (the plugin wires the harvest table for you), or let the "
+      "broker's own redrive policy own poison with broker_native_dead_letter()",
+      binding_, letter.coordinates, letter.reason);
+  log::error("{}", msg);
+  return fail(Error::config(msg));
+}
+
+}  // namespace harvest::connector

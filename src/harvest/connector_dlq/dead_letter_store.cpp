@@ -1,0 +1,261 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <regex>
+
+#include <harvest/common/ids.hpp>
+#include <harvest/connector_dlq/dead_letter_store.hpp>
+#include <harvest/store/pg.hpp>
+
+namespace harvest::connector_dlq {
+
+namespace {
+
+constexpr const char* kIsoUtc = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
+
+// The filter as six nullable parameters ($1..$6), so one statement text
+// serves every combination and no value is ever spliced into SQL.
+constexpr const char* kWhere =
+    "($1::uuid IS NULL OR id = $1::uuid) AND ($2::text IS NULL OR binding = $2) "
+    "AND ($3::text IS NULL OR stream = $3) AND ($4::text IS NULL OR reason = $4) "
+    "AND ($5::timestamptz IS NULL OR failed_at >= $5::timestamptz) "
+    "AND ($6::timestamptz IS NULL OR failed_at < $6::timestamptz)";
+
+std::string columns() {
+  return fmt::format(
+      "id::text AS id, binding, stream, coordinates, coordinates_structured::text AS "
+      "coordinates_structured, idempotency_key, reason, detail, attempts, "
+      "encode(payload, 'hex') AS payload_hex, "
+      "to_char(failed_at AT TIME ZONE 'UTC', {0}) AS failed, "
+      "to_char(replay_requested_at AT TIME ZONE 'UTC', {0}) AS requested, replay_requested_by, "
+      "to_char(replayed_at AT TIME ZONE 'UTC', {0}) AS replayed, replay_outcome, replay_detail, "
+      "replay_execution_id",
+      kIsoUtc);
+}
+
+store::Params filter_params(const DeadLetterFilter& f) {
+  return {f.id, f.binding, f.stream, f.reason, f.since, f.until};
+}
+
+std::string from_hex(const std::string& hex) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    return c - 'a' + 10;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>((nibble(hex[i]) << 4) | nibble(hex[i + 1]));
+  }
+  return out;
+}
+
+std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
+  std::vector<StoredDeadLetter> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int i = 0; i < r.rows(); ++i) {
+    out.push_back(StoredDeadLetter{
+        .id = r.get(i, "id"),
+        .binding = r.get(i, "binding"),
+        .stream = r.get(i, "stream"),
+        .coordinates = r.get(i, "coordinates"),
+        .coordinates_structured = r.get_opt(i, "coordinates_structured"),
+        .idempotency_key = r.get(i, "idempotency_key"),
+        .reason = r.get(i, "reason"),
+        .detail = r.get(i, "detail"),
+        .attempts = static_cast<int>(r.get_int(i, "attempts")),
+        .failed_at = r.get(i, "failed"),
+        .payload = from_hex(r.get(i, "payload_hex")),
+        .replay_requested_at = r.get_opt(i, "requested"),
+        .replay_requested_by = r.get_opt(i, "replay_requested_by"),
+        .replayed_at = r.get_opt(i, "replayed"),
+        .replay_outcome = r.get_opt(i, "replay_outcome"),
+        .replay_detail = r.get_opt(i, "replay_detail"),
+        .replay_execution_id = r.get_opt(i, "replay_execution_id"),
+    });
+  }
+  return out;
+}
+
+// RFC 3339 with a date PostgreSQL accepts: checked here so a bad value is a
+// 400 naming the field, never a database error.
+bool is_timestamp(const std::string& s) {
+  static const std::regex kShape(
+      R"(^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$)");
+  std::smatch m;
+  if (!std::regex_match(s, m, kShape)) return false;
+  const auto num = [&](int g) { return std::stoi(m[g].str()); };
+  const std::chrono::year_month_day date{std::chrono::year(num(1)),
+                                         std::chrono::month(static_cast<unsigned>(num(2))),
+                                         std::chrono::day(static_cast<unsigned>(num(3)))};
+  if (!date.ok() || num(1) < 1) return false;
+  if (num(4) > 23 || num(5) > 59 || num(6) > 59) return false;
+  if (m[9].matched && (num(9) > 23 || num(10) > 59)) return false;
+  return true;
+}
+
+Status check_text(const std::optional<std::string>& v, std::string_view field) {
+  if (!v) return {};
+  if (v->empty() || v->size() > kMaxFilterText || !is_valid_utf8(*v) ||
+      v->find('\0') != std::string::npos) {
+    return fail(Error::bad_request(
+        fmt::format("'{}' must be 1 to {} bytes of UTF-8 text", field, kMaxFilterText)));
+  }
+  return {};
+}
+
+Status refuse_empty(const DeadLetterFilter& f, std::string_view what) {
+  if (!f.empty()) return {};
+  return fail(Error::bad_request(fmt::format(
+      "{} needs an explicit filter: at least one of id, binding, stream, reason, since, until",
+      what)));
+}
+
+}  // namespace
+
+std::string_view to_string(ReplayOutcome outcome) {
+  switch (outcome) {
+    case ReplayOutcome::kStarted:
+      return "started";
+    case ReplayOutcome::kExisting:
+      return "existing";
+    case ReplayOutcome::kDeferred:
+      return "deferred";
+    case ReplayOutcome::kDeadLettered:
+      return "dead_lettered";
+  }
+  return "unknown";
+}
+
+Status check(const DeadLetterFilter& f) {
+  if (f.id && !is_uuid(*f.id)) {
+    return fail(Error::bad_request("'id' must be a dead letter's id (a uuid)"));
+  }
+  if (auto ok = check_text(f.binding, "binding"); !ok) return ok;
+  if (auto ok = check_text(f.stream, "stream"); !ok) return ok;
+  if (f.reason && std::ranges::find(kReasons, *f.reason) == std::end(kReasons)) {
+    return fail(Error::bad_request(
+        "'reason' must be one of undecodable, mapping_rejected, start_rejected"));
+  }
+  for (const auto& [v, field] : {std::pair{&f.since, "since"}, std::pair{&f.until, "until"}}) {
+    if (*v && !is_timestamp(**v)) {
+      return fail(Error::bad_request(
+          fmt::format("'{}' must be an RFC 3339 timestamp such as 2026-12-04T06:00:00Z", field)));
+    }
+  }
+  return {};
+}
+
+Result<std::vector<StoredDeadLetter>> DeadLetterStore::list(const DeadLetterFilter& filter,
+                                                            size_t limit) {
+  if (auto ok = check(filter); !ok) return fail(ok.error());
+  if (limit == 0 || limit > kMaxListLimit) {
+    return fail(
+        Error::bad_request(fmt::format("'limit' must be an integer from 1 to {}", kMaxListLimit)));
+  }
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto params = filter_params(filter);
+  params.emplace_back(std::to_string(limit));
+  auto r = (*conn)->exec(fmt::format("SELECT {} FROM harvest_connector_dead_letters WHERE {} "
+                                     "ORDER BY failed_at DESC, id DESC LIMIT $7",
+                                     columns(), kWhere),
+                         params);
+  if (!r) return fail(r.error());
+  return rows_of(*r);
+}
+
+Result<StoredDeadLetter> DeadLetterStore::show(const std::string& id) {
+  DeadLetterFilter f{.id = id};
+  auto rows = list(f, 1);
+  if (!rows) return fail(rows.error());
+  if (rows->empty()) return fail(Error::not_found("no connector dead letter with id " + id));
+  return std::move(rows->front());
+}
+
+Result<ReplayRequest> DeadLetterStore::request_replay(const DeadLetterFilter& filter,
+                                                      const std::string& requested_by) {
+  if (auto ok = refuse_empty(filter, "replay"); !ok) return fail(ok.error());
+  if (auto ok = check(filter); !ok) return fail(ok.error());
+  if (requested_by.empty() || requested_by.size() > kMaxRequestedBy ||
+      !is_valid_utf8(requested_by) || requested_by.find('\0') != std::string::npos) {
+    return fail(Error::bad_request(
+        fmt::format("'requested_by' must be 1 to {} bytes of UTF-8 text", kMaxRequestedBy)));
+  }
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto params = filter_params(filter);
+  params.emplace_back(requested_by);
+  params.emplace_back(std::to_string(kMaxReplayBatch));
+  // Markable: never requested, or last replayed into a dead letter again
+  // (the cause may have been fixed since). Pending and successfully
+  // replayed rows are only counted: marking them again would change nothing.
+  auto r = (*conn)->exec(
+      fmt::format(
+          "WITH matching AS (SELECT id, replay_requested_at, replayed_at, replay_outcome "
+          "  FROM harvest_connector_dead_letters WHERE {0}), "
+          "markable AS (SELECT id FROM harvest_connector_dead_letters WHERE {0} "
+          "  AND (replay_requested_at IS NULL OR replay_outcome = 'dead_lettered') "
+          "  ORDER BY failed_at DESC, id DESC LIMIT $8 FOR UPDATE), "
+          "marked AS (UPDATE harvest_connector_dead_letters d SET replay_requested_at = now(), "
+          "  replay_requested_by = $7, replayed_at = NULL, replay_outcome = NULL, "
+          "  replay_detail = NULL, replay_execution_id = NULL "
+          "  FROM markable WHERE d.id = markable.id RETURNING d.id) "
+          "SELECT (SELECT count(*) FROM marked) AS requested, "
+          "  (SELECT count(*) FROM matching WHERE replay_requested_at IS NOT NULL "
+          "     AND replayed_at IS NULL) AS pending, "
+          "  (SELECT count(*) FROM matching WHERE replayed_at IS NOT NULL "
+          "     AND replay_outcome <> 'dead_lettered') AS replayed",
+          kWhere),
+      params);
+  if (!r) return fail(r.error());
+  return ReplayRequest{.requested = static_cast<size_t>(r->get_int(0, "requested")),
+                       .already_requested = static_cast<size_t>(r->get_int(0, "pending")),
+                       .already_replayed = static_cast<size_t>(r->get_int(0, "replayed"))};
+}
+
+Result<size_t> DeadLetterStore::purge(const DeadLetterFilter& filter) {
+  if (auto ok = refuse_empty(filter, "purge"); !ok) return fail(ok.error());
+  if (auto ok = check(filter); !ok) return fail(ok.error());
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(
+      fmt::format("WITH gone AS (DELETE FROM harvest_connector_dead_letters WHERE {} RETURNING 1) "
+                  "SELECT count(*) FROM gone",
+                  kWhere),
+      filter_params(filter));
+  if (!r) return fail(r.error());
+  return static_cast<size_t>(std::stoll(r->get(0, 0)));
+}
+
+Result<std::vector<StoredDeadLetter>> DeadLetterStore::claim(const std::string& binding,
+                                                             size_t limit) {
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(fmt::format("SELECT {} FROM harvest_connector_dead_letters "
+                                     "WHERE binding = $1 AND replay_requested_at IS NOT NULL "
+                                     "AND replayed_at IS NULL "
+                                     "ORDER BY replay_requested_at, id LIMIT $2",
+                                     columns()),
+                         {binding, std::to_string(std::max<size_t>(limit, 1))});
+  if (!r) return fail(r.error());
+  return rows_of(*r);
+}
+
+Result<bool> DeadLetterStore::record(const std::string& id, ReplayOutcome outcome,
+                                     const std::string& detail,
+                                     const std::optional<std::string>& execution_id) {
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto r = (*conn)->exec(
+      "UPDATE harvest_connector_dead_letters SET replayed_at = now(), replay_outcome = $2, "
+      "replay_detail = $3, replay_execution_id = $4 "
+      "WHERE id = $1::uuid AND replay_requested_at IS NOT NULL AND replayed_at IS NULL",
+      {id, std::string(to_string(outcome)),
+       detail.empty() ? store::Param{} : store::Param{to_valid_utf8(detail)}, execution_id});
+  if (!r) return fail(r.error());
+  return r->affected() > 0;
+}
+
+}  // namespace harvest::connector_dlq

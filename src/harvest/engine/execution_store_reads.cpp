@@ -1,0 +1,183 @@
+// ExecutionStore: reading executions and their history, the engine's dead
+// letters, and retention's deletes.
+#include <fmt/format.h>
+
+#include <harvest/engine/execution_store.hpp>
+
+namespace harvest::engine {
+
+namespace {
+
+constexpr const char* kIsoUtc = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
+
+}  // namespace
+
+Result<bool> ExecutionStore::exists(const std::string& execution_id) {
+  auto r =
+      conn_.exec("SELECT 1 FROM harvest_workflow_executions WHERE id = $1::uuid", {execution_id});
+  if (!r) return fail(r.error());
+  return !r->empty();
+}
+
+Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& execution_id) {
+  auto r = conn_.exec(
+      "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
+      "output, error, start_source, start_source_ref, start_trace::text AS start_trace, attempt, "
+      "run_no, NOT superseded AS current "
+      "FROM harvest_workflow_executions "
+      "WHERE id = $1::uuid",
+      {execution_id});
+  if (!r) return fail(r.error());
+  if (r->empty()) return std::optional<ExecutionView>{};
+  ExecutionView v;
+  v.id = r->get(0, "id");
+  v.workflow_name = r->get(0, "workflow_name");
+  v.workflow_id = r->get_opt(0, "workflow_id");
+  v.status = r->get(0, "status");
+  v.input = Json::parse(r->get(0, "input"));
+  if (auto o = r->get_opt(0, "output")) v.output = Json::parse(*o);
+  v.error = r->get_opt(0, "error");
+  v.start_source = r->get(0, "start_source");
+  v.start_source_ref = r->get_opt(0, "start_source_ref");
+  if (auto t = r->get_opt(0, "start_trace"))
+    v.start_trace = trace_context_from_json(Json::parse(*t));
+  v.attempt = static_cast<int>(r->get_int(0, "attempt"));
+  v.run_no = static_cast<int>(r->get_int(0, "run_no"));
+  v.current = r->get_bool(0, "current");
+  auto ev = conn_.exec(
+      "SELECT id, op_seq, kind, name, payload::text AS payload FROM harvest_workflow_events "
+      "WHERE execution_id = $1 ORDER BY id",
+      {v.id});
+  if (!ev) return fail(ev.error());
+  for (int i = 0; i < ev->rows(); ++i) {
+    HistoryEvent h;
+    h.id = ev->get_int(i, "id");
+    if (!ev->is_null(i, "op_seq")) h.op_seq = static_cast<int>(ev->get_int(i, "op_seq"));
+    h.kind = ev->get(i, "kind");
+    h.name = ev->get_opt(i, "name");
+    if (auto p = ev->get_opt(i, "payload")) h.payload = Json::parse(*p);
+    v.history.push_back(std::move(h));
+  }
+  return std::optional<ExecutionView>{std::move(v)};
+}
+
+Result<std::vector<ListedExecution>> ExecutionStore::list(
+    const ExecutionFilter& filter, const std::optional<std::string>& cursor_us,
+    const std::optional<std::string>& cursor_id, size_t limit) {
+  auto r = conn_.exec(
+      fmt::format(
+          "SELECT id, workflow_name, workflow_id, status, start_source, start_source_ref, "
+          "attempt, (extract(epoch FROM created_at) * 1000000)::bigint AS created_us, "
+          "to_char(created_at AT TIME ZONE 'UTC', {0}) AS created, "
+          "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS completed "
+          "FROM harvest_workflow_executions WHERE ($1::text IS NULL OR workflow_name = $1) "
+          "AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR start_source = $3) "
+          "AND ($4::bigint IS NULL OR ((extract(epoch FROM created_at) * 1000000)::bigint, "
+          "id::text) < ($4::bigint, $5::text)) "
+          "ORDER BY created_at DESC, id DESC LIMIT $6",
+          kIsoUtc),
+      {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
+       std::to_string(limit)});
+  if (!r) return fail(r.error());
+  std::vector<ListedExecution> out;
+  for (int i = 0; i < r->rows(); ++i) {
+    ListedExecution l;
+    l.created_us = r->get_int(i, "created_us");
+    ExecutionSummary& e = l.summary;
+    e.id = r->get(i, "id");
+    e.workflow_name = r->get(i, "workflow_name");
+    e.workflow_id = r->get_opt(i, "workflow_id");
+    e.status = r->get(i, "status");
+    e.start_source = r->get(i, "start_source");
+    e.start_source_ref = r->get_opt(i, "start_source_ref");
+    e.attempt = static_cast<int>(r->get_int(i, "attempt"));
+    e.created_at = r->get(i, "created");
+    e.completed_at = r->get_opt(i, "completed");
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<long long> ExecutionStore::runnable_count() {
+  auto r = conn_.exec(
+      "SELECT count(*) FROM harvest_workflow_executions WHERE status IN ('pending', 'waiting') "
+      "AND run_after <= now()");
+  if (!r) return fail(r.error());
+  return std::stoll(r->get(0, 0));
+}
+
+Result<std::vector<EngineDeadLetter>> ExecutionStore::dead_letters(size_t limit) {
+  auto r = conn_.exec(
+      fmt::format("SELECT execution_id, workflow_name, workflow_id, reason, error, attempts, "
+                  "to_char(failed_at AT TIME ZONE 'UTC', {}) AS failed "
+                  "FROM harvest_engine_dead_letters WHERE replayed_at IS NULL "
+                  "ORDER BY failed_at DESC LIMIT $1",
+                  kIsoUtc),
+      {std::to_string(limit)});
+  if (!r) return fail(r.error());
+  std::vector<EngineDeadLetter> out;
+  for (int i = 0; i < r->rows(); ++i) {
+    out.push_back(EngineDeadLetter{.execution_id = r->get(i, "execution_id"),
+                                   .workflow_name = r->get(i, "workflow_name"),
+                                   .workflow_id = r->get_opt(i, "workflow_id"),
+                                   .reason = r->get(i, "reason"),
+                                   .error = r->get(i, "error"),
+                                   .attempts = static_cast<int>(r->get_int(i, "attempts")),
+                                   .failed_at = r->get(i, "failed")});
+  }
+  return out;
+}
+
+Status ExecutionStore::replay_dead_letter(const std::string& execution_id) {
+  auto marked = conn_.exec(
+      "UPDATE harvest_engine_dead_letters SET replayed_at = now() "
+      "WHERE execution_id = $1::uuid AND replayed_at IS NULL RETURNING execution_id",
+      {execution_id});
+  if (!marked) return fail(marked.error());
+  if (marked->empty()) {
+    return fail(Error::not_found(fmt::format(
+        "execution {} is not in the dead letters (or was already replayed)", execution_id)));
+  }
+  // Recorded steps stay: the replayed run resumes after the last one.
+  auto reset = conn_.exec(
+      "WITH r AS (UPDATE harvest_workflow_executions SET status = 'pending', attempt = 1, "
+      "error = NULL, output = NULL, completed_at = NULL, crash_count = 0, run_after = now(), "
+      "updated_at = now() "
+      "WHERE id = $1::uuid AND status = 'failed' RETURNING id) "
+      "INSERT INTO harvest_workflow_events (execution_id, kind) SELECT id, 'Replayed' FROM r "
+      "RETURNING execution_id",
+      {execution_id});
+  if (!reset) return fail(reset.error());
+  if (reset->empty()) {
+    return fail(Error::conflict(fmt::format("execution {} is no longer failed", execution_id)));
+  }
+  return {};
+}
+
+Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string>& workflow,
+                                                 const std::vector<std::string>& except,
+                                                 std::chrono::seconds age) {
+  // Events, signals and dead letters go with their execution (ON DELETE CASCADE).
+  auto r = workflow ? conn_.exec(
+                          "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
+                          "AND status IN " HARVEST_CLOSED_STATUSES
+                          " AND completed_at < now() - $2 * "
+                          "interval '1 second'",
+                          {*workflow, std::to_string(age.count())})
+                    : conn_.exec(
+                          "DELETE FROM harvest_workflow_executions WHERE workflow_name <> "
+                          "ALL($1::text[]) AND status IN " HARVEST_CLOSED_STATUSES
+                          " AND completed_at < "
+                          "now() - $2 * interval '1 second'",
+                          {text_array(except), std::to_string(age.count())});
+  if (!r) return fail(r.error());
+  return r->affected();
+}
+
+Result<long long> ExecutionStore::purge_expired_claims() {
+  auto r = conn_.exec("DELETE FROM harvest_start_idempotency WHERE expires_at <= now()");
+  if (!r) return fail(r.error());
+  return r->affected();
+}
+
+}  // namespace harvest::engine

@@ -1,0 +1,137 @@
+// Engine: reading executions across shards (ENG-12 status and listing), the
+// engine's dead letters (ENG-14) and the queue depth gauge.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include <harvest/common/log.hpp>
+#include <harvest/engine/admission.hpp>
+#include <harvest/engine/engine.hpp>
+#include <harvest/engine/execution_store.hpp>
+
+namespace harvest::engine {
+
+Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
+  auto where = locate(execution_id);
+  if (!where) return fail(where.error());
+  if (!*where) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
+  auto conn = pool(**where).acquire();
+  if (!conn) return fail(conn.error());
+  auto view = ExecutionStore(**conn).get(execution_id);
+  if (!view) return fail(view.error());
+  if (!*view) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
+  return std::move(**view);
+}
+
+Result<std::optional<std::string>> Engine::find_execution(const std::string& workflow,
+                                                          const std::string& workflow_id) {
+  auto conn = pool(route(workflow, workflow_id, std::nullopt)).acquire();
+  if (!conn) return fail(conn.error());
+  return ExecutionStore(**conn).find(workflow, workflow_id);
+}
+
+Result<long long> Engine::queue_depth() {
+  long long depth = 0;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto n = ExecutionStore(**conn).runnable_count();
+    if (!n) return fail(n.error());
+    depth += *n;
+  }
+  config_.metrics->set_gauge(metrics::kEngineQueueDepth, {}, static_cast<double>(depth));
+  return depth;
+}
+
+Result<ExecutionPage> Engine::list_executions(const ExecutionFilter& filter) {
+  const size_t limit = std::clamp<size_t>(filter.limit, 1, 500);
+  // Cursor: "<created_at micros>|<id>" of the last item of the previous page.
+  std::optional<std::string> cursor_us, cursor_id;
+  if (filter.cursor) {
+    auto bar = filter.cursor->find('|');
+    if (bar == std::string::npos) return fail(Error::bad_request("malformed cursor"));
+    cursor_us = filter.cursor->substr(0, bar);
+    cursor_id = filter.cursor->substr(bar + 1);
+    if (cursor_us->empty() || cursor_us->find_first_not_of("0123456789") != std::string::npos) {
+      return fail(Error::bad_request("malformed cursor"));
+    }
+  }
+  std::vector<ListedExecution> all;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto rows = ExecutionStore(**conn).list(filter, cursor_us, cursor_id, limit + 1);
+    if (!rows) return fail(rows.error());
+    for (auto& r : *rows) {
+      r.summary.shard = static_cast<int>(shard);
+      all.push_back(std::move(r));
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.created_us != b.created_us ? a.created_us > b.created_us : a.summary.id > b.summary.id;
+  });
+  ExecutionPage page;
+  for (size_t i = 0; i < all.size() && i < limit; ++i) page.items.push_back(all[i].summary);
+  if (all.size() > limit) {
+    const auto& last = all[limit - 1];
+    page.next_cursor = fmt::format("{}|{}", last.created_us, last.summary.id);
+  }
+  return page;
+}
+
+Result<std::vector<EngineDeadLetter>> Engine::list_dead_letters(size_t limit) {
+  limit = std::clamp<size_t>(limit, 1, 1000);
+  std::vector<EngineDeadLetter> out;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto rows = ExecutionStore(**conn).dead_letters(limit);
+    if (!rows) return fail(rows.error());
+    for (auto& d : *rows) {
+      d.shard = static_cast<int>(shard);
+      out.push_back(std::move(d));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.failed_at > b.failed_at; });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+Status Engine::replay_dead_letter(const std::string& execution_id) {
+  auto where = locate(execution_id);
+  if (!where) return fail(where.error());
+  if (!*where) return fail(Error::not_found(fmt::format("no execution {}", execution_id)));
+  auto conn = pool(**where).acquire();
+  if (!conn) return fail(conn.error());
+  auto tx = store::Transaction::begin(**conn);
+  if (!tx) return fail(tx.error());
+  if (auto r = ExecutionStore(**conn).replay_dead_letter(execution_id); !r) return r;
+  if (auto c = tx->commit(); !c) return fail(c.error());
+  work_.notify();
+  return {};
+}
+
+Result<int> Engine::fire_deferred() {
+  int created = 0;
+  std::optional<Error> first_error;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    // A shard that is down must not hold back deferred starts on the others.
+    auto n = fire_deferred_on(shard);
+    if (!n) {
+      log::warn("firing deferred starts on shard {} failed: {}", shard, n.error().describe());
+      if (!first_error) first_error = n.error();
+      continue;
+    }
+    created += *n;
+  }
+  if (created > 0) work_.notify();
+  if (first_error && created == 0) return fail(*first_error);
+  return created;
+}
+
+Result<int> Engine::fire_deferred_on(size_t shard) {
+  return admission::fire_due(pool(shard), workflows_);
+}
+
+}  // namespace harvest::engine

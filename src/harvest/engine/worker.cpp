@@ -1,0 +1,478 @@
+#include <fmt/format.h>
+
+#include <optional>
+#include <set>
+
+#include <harvest/common/fault.hpp>
+#include <harvest/common/ids.hpp>
+#include <harvest/common/json.hpp>
+#include <harvest/common/log.hpp>
+#include <harvest/engine/run_state.hpp>
+#include <harvest/engine/worker.hpp>
+
+namespace harvest::engine {
+
+namespace {
+
+// Sleeps up to `d`, waking early when stop is requested.
+void nap(std::stop_token st, std::chrono::milliseconds d) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, st, d, [] { return false; });
+}
+
+// The longest a stored error text may be (it is served by the API).
+constexpr size_t kMaxErrorText = 4096;
+
+std::string error_text(const std::string& what) {
+  std::string e = to_valid_utf8(what);
+  if (e.size() > kMaxErrorText) e = to_valid_utf8(e.substr(0, kMaxErrorText)) + "…";
+  return e;
+}
+
+}  // namespace
+
+Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(std::move(config)) {
+  const std::string& instance = engine_.config().instance_id;
+  if (config_.owner.empty()) {
+    config_.owner =
+        instance.empty() ? process_identity() : instance + "@" + new_uuid().substr(0, 8);
+  }
+  if (!instance.empty()) own_prefix_ = instance + "@";
+  if (config_.concurrency < 1) config_.concurrency = 1;
+  if (config_.claim_batch == 0) config_.claim_batch = 2 * static_cast<size_t>(config_.concurrency);
+  for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
+    writers_.push_back(std::make_unique<HistoryWriter>(engine_.pool(shard)));
+  }
+  for (const auto& name : engine_.workflows().names()) {
+    const WorkflowDef* def = engine_.workflows().find(name);
+    if (def && def->options.concurrency) {
+      keyed_[name] = std::max(1, def->options.concurrency->max_per_key);
+    }
+  }
+}
+
+Worker::~Worker() {
+  stop();
+}
+
+void Worker::start() {
+  if (!threads_.empty()) return;
+  if (config_.listen) {
+    listener_ = std::make_unique<WorkListener>(engine_.shard_urls(), engine_.work_signal());
+    listener_->start();
+  }
+  for (int i = 0; i < config_.concurrency; ++i) {
+    threads_.emplace_back([this](std::stop_token st) { run_loop(st); });
+  }
+  threads_.emplace_back([this](std::stop_token st) { heartbeat_loop(st); });
+  threads_.emplace_back([this](std::stop_token st) { maintenance_loop(st); });
+}
+
+void Worker::stop() {
+  for (auto& t : threads_) t.request_stop();
+  threads_.clear();  // joins
+  if (listener_) listener_->stop();
+  listener_.reset();
+  release_queued();
+}
+
+Result<std::vector<Worker::Claimed>> Worker::claim(size_t limit) {
+  const size_t n = engine_.shard_count();
+  const size_t first = next_shard_.fetch_add(1) % n;
+  const std::vector<std::string> workflows = engine_.workflows().names();
+  std::vector<Claimed> out;
+  std::optional<Error> error;
+  for (size_t i = 0; i < n && out.size() < limit; ++i) {
+    const size_t shard = (first + i) % n;
+    auto conn = engine_.pool(shard).acquire();
+    if (!conn) {
+      error = conn.error();  // an unreachable shard must not starve the others
+      continue;
+    }
+    std::optional<long long> cursor;
+    {
+      std::lock_guard lock(mu_);
+      cursor = cursors_[shard];
+    }
+    auto runs = ExecutionStore(**conn).claim(workflows, config_.owner, config_.lease,
+                                             limit - out.size(), own_prefix_, &cursor, keyed_);
+    {
+      std::lock_guard lock(mu_);
+      cursors_[shard] = cursor;
+    }
+    if (!runs) {
+      error = runs.error();
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    for (auto& r : *runs) {
+      active_.emplace(r.lease,
+                      Active{shard, std::make_shared<std::atomic<bool>>(r.cancel_requested)});
+      out.push_back(Claimed{shard, std::move(r)});
+    }
+  }
+  if (out.empty() && error) return fail(*error);
+  return out;
+}
+
+std::optional<Worker::Claimed> Worker::next(std::stop_token st) {
+  while (!st.stop_requested()) {
+    std::unique_lock lock(mu_);
+    if (!queue_.empty()) {
+      Claimed c = std::move(queue_.front());
+      queue_.pop_front();
+      return c;
+    }
+    if (claiming_) {
+      // Another run thread is claiming for everyone: wait for its batch.
+      queue_cv_.wait_for(lock, st, config_.poll_interval,
+                         [&] { return !queue_.empty() || !claiming_; });
+      continue;
+    }
+    claiming_ = true;
+    lock.unlock();
+    // Read the epoch before claiming: a start that commits after the claim
+    // looked is then a change the wait below sees.
+    const uint64_t seen = engine_.work_signal().epoch();
+    auto claimed = claim(config_.claim_batch);
+    lock.lock();
+    claiming_ = false;
+    if (claimed) {
+      for (auto& c : *claimed) queue_.push_back(std::move(c));
+    }
+    queue_cv_.notify_all();
+    if (!queue_.empty()) continue;
+    lock.unlock();
+    if (!claimed) {
+      log::warn("worker cannot claim work: {}", claimed.error().describe());
+      nap(st, config_.poll_interval * 5);
+      continue;
+    }
+    engine_.work_signal().wait(seen, config_.poll_interval, st);
+  }
+  return std::nullopt;
+}
+
+void Worker::sweep_locks(size_t shard) {
+  auto conn = engine_.pool(shard).acquire();
+  auto r = conn ? ExecutionStore(**conn).sweep_locks() : fail(conn.error());
+  // The next run in line finds the lock free at its periodic re-check.
+  if (!r) log::warn("cannot hand on the durable locks of ended runs: {}", r.error().describe());
+}
+
+void Worker::forget(const std::string& lease) {
+  std::lock_guard lock(mu_);
+  active_.erase(lease);
+}
+
+void Worker::release_queued() {
+  std::deque<Claimed> queued;
+  {
+    std::lock_guard lock(mu_);
+    queued.swap(queue_);
+  }
+  for (auto& c : queued) {
+    forget(c.run.lease);
+    auto conn = engine_.pool(c.shard).acquire();
+    // On failure the lease lapses and the run resumes elsewhere.
+    if (conn) (void)ExecutionStore(**conn).release(Fence{c.run.id, c.run.lease}, {});
+  }
+}
+
+Result<bool> Worker::run_one() {
+  auto c = claim(1);
+  if (!c) return fail(c.error());
+  if (c->empty()) return false;
+  execute(std::move(c->front()));
+  return true;
+}
+
+void Worker::observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started) {
+  engine_.metrics().observe(
+      metrics::kEngineRunSeconds, {{"workflow", run.workflow_name}},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
+Result<bool> Worker::settle(size_t shard, const ClaimedRun& run,
+                            const std::function<Result<bool>(ExecutionStore&)>& write) {
+  forget(run.lease);
+  auto conn = engine_.pool(shard).acquire();
+  if (!conn) {
+    log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", run.id,
+              conn.error().describe());
+    return fail(conn.error());
+  }
+  ExecutionStore store(**conn);
+  Result<bool> r = write(store);
+  if (!r) {
+    log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses", run.id,
+              r.error().describe());
+  }
+  return r;
+}
+
+void Worker::fail_attempt(size_t shard, const ClaimedRun& run,
+                          std::chrono::milliseconds retry_backoff, const std::string& what,
+                          std::chrono::steady_clock::time_point started) {
+  const std::string error = error_text(what);
+  const Fence fence{run.id, run.lease};
+  if (run.attempt < run.max_attempts) {
+    auto backoff = retry_backoff * (1LL << std::min(run.attempt - 1, 20));
+    log::warn("execution {} ({}) attempt {}/{} failed: {}; retrying in {} ms", run.id,
+              run.workflow_name, run.attempt, run.max_attempts, error, backoff.count());
+    (void)settle(shard, run, [&](ExecutionStore& s) {
+      return s.retry_later(fence, error, backoff, run.attempt);
+    });
+    return;
+  }
+  log::error("execution {} ({}) failed after {} attempts: {}", run.id, run.workflow_name,
+             run.attempt, error);
+  (void)settle(shard, run, [&](ExecutionStore& s) { return s.fail_run(fence, error); });
+  engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
+  observe_run(run, started);
+}
+
+void Worker::end_cancelled(size_t shard, const ClaimedRun& run, const Json& output,
+                           const std::optional<std::string>& error,
+                           std::chrono::steady_clock::time_point started) {
+  const Fence fence{run.id, run.lease};
+  auto done = settle(shard, run, [&](ExecutionStore& s) {
+    return s.finish_cancelled(fence, output, error ? std::optional(error_text(*error)) : error);
+  });
+  if (!done || !*done) return;  // resumes elsewhere, or was terminated meanwhile
+  log::info("execution {} ({}) cancelled", run.id, run.workflow_name);
+  engine_.metrics().increment(metrics::kEngineRunsCancelled, {{"workflow", run.workflow_name}});
+  observe_run(run, started);
+}
+
+bool Worker::contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def) {
+  const int threshold = def.options.poison_pill_threshold;
+  if (threshold <= 0 || run.crash_count < threshold) return false;
+  const std::string error = fmt::format(
+      "crashed_worker: the run's lease was taken over {} times in a row from a worker that "
+      "recorded no outcome (a crash, an OOM kill or a lost lease); poison_pill_threshold is {}. "
+      "It is not run again until replayed from the dead letters",
+      run.crash_count, threshold);
+  log::error("execution {} ({}): {}", run.id, run.workflow_name, error);
+  auto done = settle(shard, run, [&](ExecutionStore& s) {
+    return s.fail_crashed(Fence{run.id, run.lease}, error);
+  });
+  if (done && *done) {
+    sweep_locks(shard);  // it may have died holding a durable lock
+    engine_.metrics().increment(metrics::kEngineRunsCrashed, {{"workflow", run.workflow_name}});
+    engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
+  }
+  return true;
+}
+
+void Worker::execute(Claimed c) {
+  const size_t shard = c.shard;
+  std::shared_ptr<std::atomic<bool>> cancel;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = active_.find(c.run.lease); it != active_.end()) cancel = it->second.cancel;
+  }
+  if (!cancel) cancel = std::make_shared<std::atomic<bool>>(c.run.cancel_requested);
+  RunState state(engine_, shard, *writers_.at(shard), std::move(c.run), cancel);
+  const ClaimedRun& run = state.run();
+  // Every line this thread logs while the run executes, harvest's and the
+  // workflow's own, names the producer's trace.
+  std::optional<log::ScopedFields> trace_fields;
+  if (run.trace) trace_fields.emplace(fmt::format("trace_id={}", run.trace->trace_id()));
+  const WorkflowDef* def = engine_.workflows().find(run.workflow_name);
+  const Fence fence{run.id, run.lease};
+  const auto started = std::chrono::steady_clock::now();
+  if (contain_crash_loop(shard, run, *def)) return;
+  // ENG-19: however a keyed run leaves this worker, a run waiting for its
+  // key may now be claimed: wake the workers here and in other processes.
+  struct WakeKeyWaiters {
+    Worker& w;
+    size_t shard;
+    bool keyed;
+    ~WakeKeyWaiters() {
+      if (!keyed) return;
+      w.engine_.work_signal().notify();
+      if (!w.config_.listen) return;
+      if (auto conn = w.engine_.pool(shard).acquire()) {
+        (void)(*conn)->exec("SELECT pg_notify('harvest_work', '')");
+      }
+    }
+  } wake{*this, shard, def->options.concurrency.has_value()};
+  // ENG-20: a run that queued for or held a durable lock may have just ended
+  // with it; the locks of ended runs pass to the next run in line.
+  struct SweepLocks {
+    Worker& w;
+    size_t shard;
+    const RunState& state;
+    ~SweepLocks() {
+      if (state.used_locks()) w.sweep_locks(shard);
+    }
+  } sweep{*this, shard, state};
+  // An attempt that fails after the run saw its cancellation ends it
+  // cancelled: a cancelled run is never retried.
+  auto failed = [&](const std::string& what) {
+    if (state.cancel_delivered()) {
+      end_cancelled(shard, run, nullptr, what, started);
+      return;
+    }
+    fail_attempt(shard, run, def->options.retry_backoff, what, started);
+  };
+  try {
+    WorkflowContext ctx(state);
+    Json output = def->fn(ctx, state.run().input);
+    HARVEST_FAULT_POINT("worker.before_complete");
+    if (state.cancel_delivered()) {
+      // It caught its Cancelled, compensated and returned.
+      if (!check_json_storable(output)) output = nullptr;
+      end_cancelled(shard, run, output, std::nullopt, started);
+      return;
+    }
+    if (auto ok = check_json_storable(output); !ok) {
+      // An output PostgreSQL cannot store fails the attempt rather than
+      // leaving the run to be re-leased forever.
+      failed("cannot record the workflow's output: " + ok.error().message);
+      return;
+    }
+    CompletedRun completion;
+    Result<bool> done = false;
+    if (run.entity_reuse) {
+      // An entity run may hand unread signals to its next run: its own path.
+      done = settle(shard, run, [&](ExecutionStore& s) -> Result<bool> {
+        auto c = s.complete(fence, output, run.entity_reuse);
+        if (!c) return fail(c.error());
+        completion = std::move(*c);
+        return completion.completed;
+      });
+    } else {
+      forget(run.lease);
+      done = writers_.at(shard)->complete(fence, output);
+      if (!done) {
+        log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses",
+                  run.id, done.error().describe());
+      }
+    }
+    if (!done && is_permanent(done.error())) {
+      failed("cannot record the workflow's output: " + done.error().message);
+      return;
+    }
+    // Not recorded (transient: the lease lapses and it runs again) or the
+    // lease was taken over: whoever completes it counts it.
+    if (!done || !*done) return;
+    if (completion.next_run) {
+      log::info(
+          "execution {} ({} '{}') completed with {} signal(s) unread; they go to its next "
+          "run {}",
+          run.id, run.workflow_name, run.workflow_id.value_or(""), completion.carried_signals,
+          *completion.next_run);
+      engine_.metrics().increment(metrics::kEngineSignalsCarried, {{"workflow", run.workflow_name}},
+                                  completion.carried_signals);
+      engine_.work_signal().notify();
+    }
+    engine_.metrics().increment(metrics::kEngineRunsCompleted, {{"workflow", run.workflow_name}});
+    observe_run(run, started);
+  } catch (const Suspension& s) {
+    const long long until_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(s.until.time_since_epoch()).count();
+    (void)settle(shard, run, [&](ExecutionStore& st) {
+      return st.suspend(fence, state.signal_seq_seen(), until_ms);
+    });
+  } catch (const Cancelled&) {
+    end_cancelled(shard, run, nullptr, std::nullopt, started);
+  } catch (const LeaseLost&) {
+    log::warn(
+        "execution {}: lease lost (taken over by another worker, or the run was "
+        "terminated); stopping this run",
+        run.id);
+    forget(run.lease);
+  } catch (const HistoryUnavailable& h) {
+    log::warn("execution {}: history unavailable ({}); retrying shortly", run.id,
+              h.error.describe());
+    (void)settle(shard, run,
+                 [&](ExecutionStore& s) { return s.release(fence, std::chrono::seconds(1)); });
+  } catch (const fault::InjectedCrash&) {
+    // The component "died" here: no outcome is written and the lease is not
+    // renewed, exactly as if the process had been killed.
+    forget(run.lease);
+    throw;
+  } catch (const std::exception& e) {
+    failed(e.what());
+  } catch (...) {
+    failed("the workflow threw a non-standard exception");
+  }
+}
+
+void Worker::run_loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    auto c = next(st);
+    if (!c) continue;
+    try {
+      execute(std::move(*c));
+    } catch (const fault::InjectedCrash&) {
+      // This run thread is dead. When none is left, the runs queued for them
+      // are as good as a crashed process's: their leases lapse.
+      if (++crashed_ >= config_.concurrency) {
+        std::lock_guard lock(mu_);
+        for (const auto& q : queue_) active_.erase(q.run.lease);
+        queue_.clear();
+      }
+      return;
+    }
+  }
+}
+
+void Worker::heartbeat_loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    nap(st, config_.lease / 3);
+    std::map<size_t, std::vector<std::string>> leases;  // shard -> tokens
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [lease, a] : active_) leases[a.shard].push_back(lease);
+    }
+    for (auto& [shard, tokens] : leases) {
+      auto conn = engine_.pool(shard).acquire();
+      if (!conn) continue;
+      // A missed renewal is retried next beat.
+      auto cancelled = ExecutionStore(**conn).renew_leases(tokens, config_.lease);
+      if (!cancelled || cancelled->empty()) continue;
+      std::lock_guard lock(mu_);
+      for (const auto& lease : *cancelled) {
+        if (auto it = active_.find(lease); it != active_.end()) it->second.cancel->store(true);
+      }
+    }
+  }
+}
+
+void Worker::maintenance_loop(std::stop_token st) {
+  auto next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
+  auto next_depth = std::chrono::steady_clock::now();
+  std::set<size_t> analyzed;  // shards whose run tables have statistics
+  while (!st.stop_requested()) {
+    nap(st, config_.admission_interval);
+    if (st.stop_requested()) break;
+    if (auto r = engine_.fire_deferred(); !r) {
+      log::warn("firing deferred starts failed: {}", r.error().describe());
+    }
+    if (std::chrono::steady_clock::now() >= next_depth) {
+      (void)engine_.queue_depth();  // publishes the gauge; a failed probe is retried next time
+      for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
+        if (analyzed.contains(shard)) continue;
+        auto conn = engine_.pool(shard).acquire();
+        if (!conn) continue;
+        // Checked once a second until true; a failure is retried then.
+        if (auto r = ExecutionStore(**conn).analyze_if_never_analyzed(1000); r && *r) {
+          analyzed.insert(shard);
+        }
+      }
+      next_depth = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
+    if (std::chrono::steady_clock::now() >= next_purge) {
+      if (auto r = engine_.purge(); !r)
+        log::warn("retention purge failed: {}", r.error().describe());
+      next_purge = std::chrono::steady_clock::now() + config_.purge_interval;
+    }
+  }
+}
+
+}  // namespace harvest::engine

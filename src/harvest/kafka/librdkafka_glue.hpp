@@ -1,0 +1,42 @@
+// Small adapters between librdkafka's C++ API and harvest types, shared by
+// the source's files (internal to the kafka module).
+#pragma once
+
+#include <fmt/format.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <harvest/common/error.hpp>
+#include <harvest/connector/event_source.hpp>
+
+namespace harvest::kafka::detail {
+
+// Routes a librdkafka log or error event to the harvest log, tagged `who`.
+void log_librdkafka(const RdKafka::Event& event, const std::string& who);
+
+// A global librdkafka configuration from `properties`; a rejected property
+// is a config error naming the property but never its value.
+Result<std::unique_ptr<RdKafka::Conf>> make_conf(
+    const std::map<std::string, std::string>& properties, const std::string& who);
+
+template <typename T>
+Status set_callback(RdKafka::Conf& conf, const char* name, T* cb) {
+  std::string errstr;
+  if (conf.set(name, cb, errstr) != RdKafka::Conf::CONF_OK) {
+    return fail(Error::internal(fmt::format("setting librdkafka {}: {}", name, errstr)));
+  }
+  return {};
+}
+
+// A harvest message (coordinates, key, headers, payload) from a record.
+connector::Message to_message(RdKafka::Message& m, const std::string& topic);
+
+// The partitions of `topic` in a librdkafka partition list.
+std::vector<int32_t> partition_ids(const std::vector<RdKafka::TopicPartition*>& tps,
+                                   const std::string& topic);
+
+}  // namespace harvest::kafka::detail

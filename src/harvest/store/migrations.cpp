@@ -1,0 +1,97 @@
+#include <fmt/format.h>
+
+#include <set>
+
+#include <harvest/common/log.hpp>
+#include <harvest/store/migrations.hpp>
+
+namespace harvest::store {
+
+namespace {
+
+constexpr const char* kLedgerDdl = R"sql(
+CREATE TABLE IF NOT EXISTS harvest_schema_migrations (
+  set_name   text        NOT NULL,
+  version    integer     NOT NULL,
+  name       text        NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (set_name, version)
+))sql";
+
+// Arbitrary constant: the advisory lock key serialising migration runs.
+constexpr const char* kLockKey = "7262917731";
+
+Result<std::set<std::pair<std::string, int>>> applied(Connection& conn) {
+  auto exists = conn.exec("SELECT to_regclass('harvest_schema_migrations') IS NOT NULL AS present");
+  if (!exists) return fail(exists.error());
+  std::set<std::pair<std::string, int>> out;
+  if (!exists->get_bool(0, "present")) return out;
+  auto rows = conn.exec("SELECT set_name, version FROM harvest_schema_migrations");
+  if (!rows) return fail(rows.error());
+  for (int i = 0; i < rows->rows(); ++i) {
+    out.emplace(rows->get(i, "set_name"), static_cast<int>(rows->get_int(i, "version")));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string PendingMigration::label() const {
+  return fmt::format("{}/{:04d}_{}", set_name, version, name);
+}
+
+Result<std::vector<PendingMigration>> pending_migrations(Connection& conn,
+                                                         const std::vector<MigrationSet>& sets) {
+  auto done = applied(conn);
+  if (!done) return fail(done.error());
+  std::vector<PendingMigration> out;
+  for (const auto& set : sets) {
+    for (const auto& m : set.migrations) {
+      if (!done->contains({set.name, m.version})) out.push_back({set.name, m.version, m.name});
+    }
+  }
+  return out;
+}
+
+Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
+                                                       const std::vector<MigrationSet>& sets) {
+  if (auto r = conn.exec(fmt::format("SELECT pg_advisory_lock({})", kLockKey)); !r) {
+    return fail(r.error());
+  }
+  auto unlock = [&] { (void)conn.exec(fmt::format("SELECT pg_advisory_unlock({})", kLockKey)); };
+  std::vector<PendingMigration> done_now;
+  auto result = [&]() -> Status {
+    if (auto r = conn.exec(kLedgerDdl); !r) return fail(r.error());
+    auto pending = pending_migrations(conn, sets);
+    if (!pending) return fail(pending.error());
+    for (const auto& p : *pending) {
+      const Migration* m = nullptr;
+      for (const auto& set : sets) {
+        if (set.name != p.set_name) continue;
+        for (const auto& candidate : set.migrations) {
+          if (candidate.version == p.version) m = &candidate;
+        }
+      }
+      auto tx = Transaction::begin(conn);
+      if (!tx) return fail(tx.error());
+      if (auto r = conn.exec_script(m->sql); !r) {
+        return fail(Error{r.error().kind,
+                          fmt::format("migration {} failed: {}", p.label(), r.error().message),
+                          r.error().detail, r.error().retry});
+      }
+      auto rec = conn.exec(
+          "INSERT INTO harvest_schema_migrations (set_name, version, name) VALUES ($1, $2, $3)",
+          {p.set_name, std::to_string(p.version), p.name});
+      if (!rec) return fail(rec.error());
+      if (auto c = tx->commit(); !c) return fail(c.error());
+      log::info("applied migration {}", p.label());
+      done_now.push_back(p);
+    }
+    return {};
+  }();
+  unlock();
+  if (!result) return fail(result.error());
+  return done_now;
+}
+
+}  // namespace harvest::store

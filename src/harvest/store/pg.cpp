@@ -1,0 +1,312 @@
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include <harvest/common/log.hpp>
+#include <harvest/store/pg.hpp>
+#include <harvest/store/pg_error.hpp>
+
+namespace harvest::store {
+
+std::string PgResult::get(int row, int col) const {
+  return std::string(PQgetvalue(res_.get(), row, col), PQgetlength(res_.get(), row, col));
+}
+
+std::optional<std::string> PgResult::get_opt(int row, const char* col) const {
+  int c = column(col);
+  if (is_null(row, c)) return std::nullopt;
+  return get(row, c);
+}
+
+long long PgResult::get_int(int row, const char* col) const {
+  return std::strtoll(PQgetvalue(res_.get(), row, column(col)), nullptr, 10);
+}
+
+int PgResult::column(const char* name) const {
+  int c = PQfnumber(res_.get(), name);
+  if (c < 0) throw std::logic_error(fmt::format("result has no column '{}'", name));
+  return c;
+}
+
+long long PgResult::affected() const {
+  const char* n = PQcmdTuples(res_.get());
+  return (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
+  PGconn* c = PQconnectdb(url.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(c);
+    PQfinish(c);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return fail(Error::unavailable("cannot connect to the database; retry",
+                                   "cannot connect to PostgreSQL: " + msg));
+  }
+  // Keep server notices (e.g. "relation already exists, skipping") off stderr.
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);
+  // Prepared statements skip parsing, but are planned on every execution: a
+  // cached generic plan made while a table was small (a fresh deployment)
+  // would keep scanning it whole as it grows.
+  PGresult* set = PQexec(c, "SET plan_cache_mode = force_custom_plan");
+  const bool ok = PQresultStatus(set) == PGRES_COMMAND_OK;
+  PQclear(set);
+  if (!ok) {
+    std::string msg = PQerrorMessage(c);
+    PQfinish(c);
+    return fail(Error::unavailable("cannot connect to the database; retry",
+                                   "configuring the session: " + msg));
+  }
+  return std::unique_ptr<Connection>(new Connection(c, true));
+}
+
+std::unique_ptr<Connection> Connection::borrow(PGconn* conn) {
+  return std::unique_ptr<Connection>(new Connection(conn, false));
+}
+
+Connection::~Connection() {
+  if (owned_ && conn_) PQfinish(conn_);
+}
+
+bool Connection::healthy() const {
+  // conn_ is null after a pipeline left the protocol in an unknown state.
+  return conn_ && PQstatus(conn_) == CONNECTION_OK;
+}
+
+bool Connection::in_transaction() const {
+  auto s = PQtransactionStatus(conn_);
+  return s == PQTRANS_INTRANS || s == PQTRANS_INERROR || s == PQTRANS_ACTIVE;
+}
+
+Result<PgResult> Connection::exec(const std::string& sql, const Params& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                             values.data(), nullptr, nullptr, 0);
+  PgResult result(r);
+  auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
+  return fail(classify_pg_error(r, conn_, "query failed"));
+}
+
+Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statement>& statements) {
+  // A borrowed session is the caller's: its prepared statements are not ours
+  // to track, so statements are sent unprepared there.
+  if (statements.size() == 1 && !(statements.front().prepared && owned_)) {
+    auto r = exec(statements.front().sql, statements.front().params);
+    if (!r) return fail(r.error());
+    return std::vector<PgResult>{std::move(*r)};
+  }
+  if (PQenterPipelineMode(conn_) != 1) {
+    return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
+  }
+  // keyed_plan statements run between two set_config calls (results
+  // dropped). SET is transactional: if the pipeline's transaction aborts
+  // before the second call, the first is undone with it.
+  static const Statement kKeyedOn{
+      "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), "
+      "set_config('enable_seqscan', 'off', false)",
+      {},
+      true};
+  static const Statement kKeyedOff{
+      "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), "
+      "set_config('enable_seqscan', 'on', false)",
+      {},
+      true};
+  std::vector<const Statement*> sends;
+  std::vector<bool> injected;
+  bool keyed = false;
+  for (const auto& st : statements) {
+    const bool want = owned_ && st.prepared && st.keyed_plan;
+    if (want != keyed) {
+      sends.push_back(want ? &kKeyedOn : &kKeyedOff);
+      injected.push_back(true);
+      keyed = want;
+    }
+    sends.push_back(&st);
+    injected.push_back(false);
+  }
+  if (keyed) {
+    sends.push_back(&kKeyedOff);
+    injected.push_back(true);
+  }
+  std::optional<Error> send_error;
+  // Statements prepared in this pipeline: their PQsendPrepare result comes
+  // first and is read (and dropped) before the statement's own.
+  std::vector<bool> preparing(sends.size(), false);
+  std::vector<std::string> fresh;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const auto& st = *sends[i];
+    std::vector<const char*> values;
+    values.reserve(st.params.size());
+    for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
+    int sent = 0;
+    if (st.prepared && owned_) {
+      auto it = prepared_.find(st.sql);
+      if (it == prepared_.end()) {
+        std::string name = "harvest_" + std::to_string(next_prepared_++);
+        if (PQsendPrepare(conn_, name.c_str(), st.sql.c_str(), 0, nullptr) != 1) {
+          send_error = classify_pg_error(nullptr, conn_, "preparing a pipelined statement");
+          break;
+        }
+        preparing[i] = true;
+        it = prepared_.emplace(st.sql, std::move(name)).first;
+        fresh.push_back(st.sql);
+      }
+      sent = PQsendQueryPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
+                                 values.data(), nullptr, nullptr, 0);
+    } else {
+      sent = PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(values.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+    }
+    if (sent != 1) {
+      send_error = classify_pg_error(nullptr, conn_, "sending a pipelined statement");
+      break;
+    }
+  }
+  std::set<std::string> confirmed;  // fresh statements whose prepare succeeded
+  if (!send_error && PQpipelineSync(conn_) != 1) {
+    send_error = classify_pg_error(nullptr, conn_, "syncing a pipeline");
+  }
+  std::vector<PgResult> out;
+  std::optional<Error> first_error = send_error;
+  if (!send_error) {
+    // Each statement yields its result then a NULL; the sync yields
+    // PGRES_PIPELINE_SYNC. Statements after a failure come back aborted.
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (preparing[i]) {
+        PGresult* prep = PQgetResult(conn_);
+        if (prep == nullptr) {
+          first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
+          break;
+        }
+        if (PQresultStatus(prep) == PGRES_COMMAND_OK) {
+          confirmed.insert(sends[i]->sql);
+        } else if (!first_error) {
+          first_error =
+              classify_pg_error(PQresultStatus(prep) == PGRES_PIPELINE_ABORTED ? nullptr : prep,
+                                conn_, "preparing a pipelined statement");
+        }
+        PQclear(prep);
+        while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
+      }
+      PGresult* r = PQgetResult(conn_);
+      if (r == nullptr) {
+        first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
+        break;
+      }
+      PgResult result(r);
+      const auto status = PQresultStatus(r);
+      if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && !first_error) {
+        first_error = classify_pg_error(status == PGRES_PIPELINE_ABORTED ? nullptr : r, conn_,
+                                        "pipelined query failed");
+      }
+      if (!injected[i]) out.push_back(std::move(result));
+      while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
+    }
+    // Drain to the sync point.
+    while (PGresult* r = PQgetResult(conn_)) {
+      const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+      PQclear(r);
+      if (sync) break;
+    }
+  }
+  // A statement is known to the session only once its prepare succeeded
+  // (names are never reused, so one prepared but unconfirmed is harmless).
+  for (const auto& sql : fresh) {
+    if (!confirmed.contains(sql)) prepared_.erase(sql);
+  }
+  if (PQexitPipelineMode(conn_) != 1) {
+    // Results left unread: this connection's protocol state is unknown, so
+    // it must not be reused (a borrowed one is the caller's to discard).
+    if (owned_) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+    }
+    return fail(first_error.value_or(Error::unavailable("the database connection failed; retry",
+                                                        "could not leave pipeline mode")));
+  }
+  if (first_error) return fail(*first_error);
+  return out;
+}
+
+Result<PgResult> Connection::exec_prepared(const std::string& sql, const Params& params) {
+  auto r = exec_pipeline({Statement{sql, params, true}});
+  if (!r) return fail(r.error());
+  return std::move(r->front());
+}
+
+Result<PgResult> Connection::exec_keyed(const std::string& sql, const Params& params) {
+  auto r = exec_pipeline({Statement{sql, params, true, true}});
+  if (!r) return fail(r.error());
+  return std::move(r->front());
+}
+
+Result<bool> Connection::wait_notification(std::chrono::milliseconds timeout) {
+  auto drain = [&] {
+    bool any = false;
+    while (PGnotify* n = PQnotifies(conn_)) {
+      any = true;
+      PQfreemem(n);
+    }
+    return any;
+  };
+  if (!healthy()) return fail(classify_pg_error(nullptr, conn_, "waiting for a notification"));
+  if (drain()) return true;
+  pollfd pfd{PQsocket(conn_), POLLIN, 0};
+  const int ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+  if (ready < 0 && errno != EINTR) {
+    return fail(Error::unavailable(
+        "the database connection failed; retry",
+        fmt::format("poll on the notification socket: {}", std::strerror(errno))));
+  }
+  if (ready > 0 && PQconsumeInput(conn_) != 1) {
+    return fail(classify_pg_error(nullptr, conn_, "reading notifications"));
+  }
+  return drain();
+}
+
+Status Connection::exec_script(const std::string& sql) {
+  PGresult* r = PQexec(conn_, sql.c_str());
+  PgResult result(r);
+  auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return {};
+  return fail(classify_pg_error(r, conn_, "script failed"));
+}
+
+Result<Transaction> Transaction::begin(Connection& conn) {
+  auto r = conn.exec("BEGIN");
+  if (!r) return fail(r.error());
+  return Transaction(conn);
+}
+
+Transaction::~Transaction() {
+  if (!done_ && conn_->healthy()) {
+    // Rolling back an abandoned transaction; a failure here leaves the
+    // connection unhealthy and the pool discards it.
+    (void)conn_->exec("ROLLBACK");
+  }
+}
+
+Status Transaction::commit() {
+  done_ = true;
+  auto r = conn_->exec("COMMIT");
+  if (!r) return fail(r.error());
+  return {};
+}
+
+std::string quote_ident(const std::string& ident) {
+  std::string out = "\"";
+  for (char c : ident) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace harvest::store

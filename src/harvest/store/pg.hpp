@@ -1,0 +1,127 @@
+// libpq, wrapped: connections, results and transactions as RAII values, with
+// libpq/SQLSTATE failures translated into harvest `Error`s.
+//
+// All statements use text-format parameters ($1, $2, ...); `std::nullopt`
+// binds SQL NULL.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <harvest/common/error.hpp>
+
+namespace harvest::store {
+
+using Param = std::optional<std::string>;
+using Params = std::vector<Param>;
+
+// One statement of a pipeline.
+struct Statement {
+  std::string sql;
+  Params params;
+  // Prepare once per connection and reuse (parsed once, planned on each
+  // execution: harvest's sessions run with plan_cache_mode =
+  // force_custom_plan): for the hot, fixed statements of the durable path.
+  bool prepared = false;
+  // Planned once per session and reused (a generic plan, made with
+  // sequential scans disabled), for a prepared statement that reaches rows
+  // only through unique keys: no table size makes a scan right for it, and
+  // planning it on every execution cost as much as running it. Other
+  // statements of the pipeline are planned as usual.
+  bool keyed_plan = false;
+};
+
+// A query result. Rows/columns are addressed by index or column name.
+class PgResult {
+ public:
+  PgResult() = default;
+  explicit PgResult(PGresult* r) : res_(r, &PQclear) {}
+
+  [[nodiscard]] int rows() const { return res_ ? PQntuples(res_.get()) : 0; }
+  [[nodiscard]] bool empty() const { return rows() == 0; }
+  [[nodiscard]] bool is_null(int row, int col) const { return PQgetisnull(res_.get(), row, col); }
+  [[nodiscard]] bool is_null(int row, const char* col) const { return is_null(row, column(col)); }
+  [[nodiscard]] std::string get(int row, int col) const;
+  [[nodiscard]] std::string get(int row, const char* col) const { return get(row, column(col)); }
+  [[nodiscard]] std::optional<std::string> get_opt(int row, const char* col) const;
+  [[nodiscard]] long long get_int(int row, const char* col) const;
+  [[nodiscard]] bool get_bool(int row, const char* col) const { return get(row, col) == "t"; }
+  [[nodiscard]] int column(const char* name) const;
+  // Rows affected by an INSERT/UPDATE/DELETE.
+  [[nodiscard]] long long affected() const;
+
+ private:
+  std::shared_ptr<PGresult> res_;
+};
+
+// One database connection. Not thread-safe: one thread uses it at a time.
+class Connection {
+ public:
+  // Connects synchronously; a refused/unreachable server is a transient error.
+  [[nodiscard]] static Result<std::unique_ptr<Connection>> open(const std::string& url);
+  // Wraps a connection the caller owns (e.g. for a transactional start inside
+  // the caller's own transaction). The PGconn is not closed by this object.
+  [[nodiscard]] static std::unique_ptr<Connection> borrow(PGconn* conn);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  [[nodiscard]] Result<PgResult> exec(const std::string& sql, const Params& params = {});
+  // Sends `statements` in one round trip (libpq pipeline mode) and returns
+  // their results in order. Outside a transaction block they run as one
+  // implicit transaction, committed together at the end (or not at all):
+  // the first failure aborts the rest and is the error returned. Inside the
+  // caller's transaction they simply run in it.
+  [[nodiscard]] Result<std::vector<PgResult>> exec_pipeline(
+      const std::vector<Statement>& statements);
+  // exec() of a statement prepared once per session (see Statement).
+  [[nodiscard]] Result<PgResult> exec_prepared(const std::string& sql, const Params& params = {});
+  // exec_prepared() of a keyed_plan statement (see Statement).
+  [[nodiscard]] Result<PgResult> exec_keyed(const std::string& sql, const Params& params = {});
+  // Waits up to `timeout` for a notification on a channel this connection
+  // LISTENs to. true: at least one arrived (all pending ones are consumed).
+  // Errors: transient when the connection broke.
+  [[nodiscard]] Result<bool> wait_notification(std::chrono::milliseconds timeout);
+  // Runs several statements without parameters (migrations).
+  [[nodiscard]] Status exec_script(const std::string& sql);
+  [[nodiscard]] bool healthy() const;
+  [[nodiscard]] PGconn* raw() const { return conn_; }
+  // True while inside BEGIN ... COMMIT/ROLLBACK.
+  [[nodiscard]] bool in_transaction() const;
+
+ private:
+  Connection(PGconn* c, bool owned) : conn_(c), owned_(owned) {}
+  PGconn* conn_;
+  bool owned_;
+  // Names of the statements prepared on this session, by SQL text.
+  std::map<std::string, std::string> prepared_;
+  uint64_t next_prepared_ = 0;
+};
+
+// BEGIN on construction, ROLLBACK on destruction unless committed.
+class Transaction {
+ public:
+  [[nodiscard]] static Result<Transaction> begin(Connection& conn);
+  Transaction(Transaction&& o) noexcept : conn_(o.conn_), done_(o.done_) { o.done_ = true; }
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+
+  [[nodiscard]] Status commit();
+  [[nodiscard]] Connection& conn() { return *conn_; }
+
+ private:
+  explicit Transaction(Connection& c) : conn_(&c) {}
+  Connection* conn_;
+  bool done_ = false;
+};
+
+// Quotes an identifier for SQL text (database names in tests and the CLI).
+[[nodiscard]] std::string quote_ident(const std::string& ident);
+
+}  // namespace harvest::store
