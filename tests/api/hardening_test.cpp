@@ -175,6 +175,59 @@ TEST_F(HardeningTest, IdleAndSlowConnectionsDoNotStarveNewRequests) {
   expect_alive();
 }
 
+// A body that stops arriving is answered 408 when read_timeout passes, then
+// the connection closes (it used to close without a word).
+TEST_F(HardeningTest, ABodyThatStallsPastTheReadTimeoutHearsA408) {
+  api::ApiConfig cfg;
+  cfg.read_timeout = 1s;
+  serve(workflows(), {}, cfg);
+  RawConnection c(server_->port());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.send("POST " + path("/workflows/echo/start") +
+                     " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 100\r\n\r\n{\"input\":"));
+  const std::string answer = c.read_all(5s);
+  EXPECT_EQ(status_of(answer), 408) << answer.substr(0, 300);
+  EXPECT_NE(answer.find("request_timeout"), std::string::npos) << answer.substr(0, 300);
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer.substr(0, 300);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 900ms);
+  EXPECT_EQ(executions(), 0);
+  expect_alive();
+}
+
+// HEAD on a GET route answers as GET without the body (it used to be 405);
+// the connection stays usable for the next request.
+TEST_F(HardeningTest, HeadAnswersAsGetWithoutABody) {
+  serve(workflows());
+  auto started = post(path("/workflows/echo/start"), R"({"workflow_id":"h","input":1})");
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->status, 201) << started->body;
+  const std::string id = body(started).value("execution_id", "");
+  auto full = get(path("/executions/" + id));
+  ASSERT_TRUE(full);
+  ASSERT_EQ(full->status, 200);
+
+  RawConnection c(server_->port());
+  const std::string target = path("/executions/" + id);
+  ASSERT_TRUE(c.send("HEAD " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  ASSERT_TRUE(c.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"));
+  const std::string answers = c.read_all(5s);
+  EXPECT_EQ(status_of(answers), 200) << answers.substr(0, 300);
+  const size_t head_end = answers.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  const std::string head = answers.substr(0, head_end);
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(full->body.size())), std::string::npos)
+      << head;
+  // Straight after the HEAD's headers comes the next answer, not a body.
+  EXPECT_TRUE(answers.substr(head_end + 4).starts_with("HTTP/1.1 200")) << answers;
+
+  // HEAD on a path that only takes POST is still a 405.
+  std::string refused =
+      raw_request("HEAD " + path("/workflows/echo/start") +
+                  " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(refused), 405) << refused.substr(0, 200);
+}
+
 // Item 2: /healthz has its own thread: it answers while every request thread
 // is busy (here: blocked on a table lock held by another session).
 TEST_F(HardeningTest, HealthAnswersWhileTheRequestThreadsAreBusy) {

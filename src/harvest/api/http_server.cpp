@@ -211,7 +211,8 @@ struct ServerCore {
 // and limits, runs it on a pool, writes the answer, and waits for the next.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ServerCore& server, tcp::socket socket) : s_(server), stream_(std::move(socket)) {}
+  Connection(ServerCore& server, tcp::socket socket)
+      : s_(server), stream_(std::move(socket)), body_timer_(stream_.get_executor()) {}
 
   std::list<std::shared_ptr<Connection>>::iterator slot;
 
@@ -234,6 +235,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close() {
     if (closed_) return;
     closed_ = true;
+    body_timer_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both,
                               ec);  // NOLINT(bugprone-unused-return-value)
@@ -261,6 +263,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void read_request() {
+    head_ = false;
+    read_deadline_ = std::chrono::steady_clock::now() + s_.config.read_timeout;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(s_.config.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
@@ -314,12 +318,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     read_body();
   }
 
+  // The body gets what is left of read_timeout. Past it the client hears a
+  // 408 before the connection closes: the stream's own expiry would close the
+  // socket without a word, so a timer of ours cancels the read instead.
   void read_body() {
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (self->refuse_read_error(ec)) return;
-                       self->serve();
-                     });
+    stream_.expires_never();
+    body_timed_out_ = false;
+    body_timer_.expires_at(read_deadline_);
+    body_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_) return;  // cancelled: the body arrived (or the connection went)
+      self->body_timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);  // NOLINT(bugprone-unused-return-value)
+    });
+    http::async_read(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          self->body_timer_.cancel();
+          if (ec && self->body_timed_out_ && !self->closed_) {
+            return self->refuse(408, "request_timeout",
+                                fmt::format("the request body did not arrive within the read "
+                                            "timeout ({} s)",
+                                            self->s_.config.read_timeout.count()));
+          }
+          if (self->refuse_read_error(ec)) return;
+          self->serve();
+        });
   }
 
   // Applies the access checks, then runs the route's handler on its pool.
@@ -342,7 +365,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     auto target = parse_target(sv(req.target()));
     if (!target) return reply(error_response(target.error()), rid, "unrouted", false);
-    const Method method = method_of(req.method());
+    // HEAD is answered as GET without the body (RFC 9110 9.3.2).
+    head_ = req.method() == http::verb::head;
+    const Method method = head_ ? Method::kGet : method_of(req.method());
     const bool is_health = target->segments == std::vector<std::string>{"healthz"};
     const bool is_metrics = target->segments == std::vector<std::string>{"metrics"};
     const bool needs_token =
@@ -423,6 +448,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_.keep_alive(keep_alive);
     response_.body() = std::move(r.body);
     response_.prepare_payload();
+    // A HEAD answer keeps the Content-Length the GET would have had.
+    if (head_) response_.body().clear();
     stream_.expires_after(s_.config.write_timeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
@@ -437,6 +464,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  net::steady_timer body_timer_;  // read_timeout for the body phase (a 408, not a silent close)
+  std::chrono::steady_clock::time_point read_deadline_;
+  bool body_timed_out_ = false;
+  bool head_ = false;  // the request being answered is a HEAD
   http::response<http::empty_body> continue_;
   http::response<http::string_body> response_;
   size_t served_ = 0;
