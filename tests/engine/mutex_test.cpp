@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "run_checks.hpp"
 #include "support/pg_fixture.hpp"
 #include "worker_process.hpp"
 #include <harvest/common/ids.hpp>
@@ -23,15 +24,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::WorkerProcess;
 
-class MutexTest : public harvest::testing::PgTest {
+class MutexTest : public testing::RunTest {
  protected:
-  std::string status_of(const std::string& id) {
-    return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id});
-  }
-  bool wait_status(const std::string& id, const std::string& status,
-                   std::chrono::milliseconds timeout = 20s) {
-    return eventually([&] { return status_of(id) == status; }, timeout);
-  }
   // The run is in line for `name` and parked (status waiting).
   bool wait_queued(const std::string& id, const std::string& name, bool granted) {
     return eventually(
@@ -43,15 +37,6 @@ class MutexTest : public harvest::testing::PgTest {
                      {id, name, granted ? "true" : "false"}) == 1;
         },
         20s);
-  }
-  std::vector<std::string> kinds(Engine& e, const std::string& id) {
-    auto view = e.get_execution(id);
-    EXPECT_TRUE(view);
-    std::vector<std::string> out;
-    if (view) {
-      for (const auto& h : view->history) out.push_back(h.kind);
-    }
-    return out;
   }
   std::string start(Engine& e, const std::string& workflow, Json input) {
     auto s = e.start({.workflow = workflow, .input = std::move(input)});

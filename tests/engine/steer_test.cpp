@@ -5,6 +5,7 @@
 #include <latch>
 #include <thread>
 
+#include "run_checks.hpp"
 #include "support/pg_fixture.hpp"
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/worker.hpp>
@@ -15,24 +16,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class SteerTest : public testing::PgTest {
+class SteerTest : public testing::RunTest {
  protected:
-  std::string status_of(const std::string& id) {
-    return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id});
-  }
-  bool wait_status(const std::string& id, const std::string& status,
-                   std::chrono::milliseconds timeout = 20s) {
-    return eventually([&] { return status_of(id) == status; }, timeout);
-  }
-  std::vector<std::string> kinds(Engine& e, const std::string& id) {
-    auto view = e.get_execution(id);
-    EXPECT_TRUE(view);
-    std::vector<std::string> out;
-    if (view) {
-      for (const auto& h : view->history) out.push_back(h.kind);
-    }
-    return out;
-  }
   static StopRequest stop(const std::string& id, std::string reason = "operator said so") {
     return StopRequest{.execution_id = id, .reason = std::move(reason), .requested_by = "test"};
   }
