@@ -131,9 +131,11 @@ TEST_F(KafkaStoreOutageTest, a_postgres_crash_mid_stream_resumes_within_10s_with
   const auto back = std::chrono::steady_clock::now();
 
   const long long total = kBefore + kDuring;
-  ASSERT_TRUE(eventually([&] { return private_executions() == total; }, 10s))
-      << "not resumed within 10 s of the store coming back: " << private_executions() << " of "
-      << total;
+  // 10 s on the plain build; stretched under ThreadSanitizer (kSanitizerSlowdown).
+  const auto budget = 10s * harvest::testing::kSanitizerSlowdown;
+  ASSERT_TRUE(eventually([&] { return private_executions() == total; }, budget))
+      << "not resumed within " << budget.count()
+      << " s of the store coming back: " << private_executions() << " of " << total;
   const auto resumed = std::chrono::steady_clock::now() - back;
   EXPECT_EQ(await_committed(group, topic, produced.end), produced.end);
   app->stop();
@@ -143,7 +145,7 @@ TEST_F(KafkaStoreOutageTest, a_postgres_crash_mid_stream_resumes_within_10s_with
             << std::chrono::duration_cast<std::chrono::milliseconds>(back - down).count()
             << " ms)\n";
 
-  EXPECT_LE(resumed, 10s);
+  EXPECT_LE(resumed, budget);
   EXPECT_EQ(private_count("SELECT count(DISTINCT input->>'order_id') FROM "
                           "harvest_workflow_executions"),
             total)
