@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api_fixture.hpp"
+#include <harvest/store/pool.hpp>
 
 namespace harvest::api {
 namespace {

@@ -18,6 +18,7 @@
 
 #include "connector_fixture.hpp"
 #include <harvest/common/log.hpp>
+#include <harvest/connector/commit_tracker.hpp>
 #include <harvest/store/pg.hpp>
 
 namespace harvest::connector::testing {

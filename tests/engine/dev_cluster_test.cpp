@@ -12,6 +12,7 @@
 #include <harvest/engine/engine.hpp>
 #include <harvest/store/dev_cluster.hpp>
 #include <harvest/store/pg.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::store {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "support/pg_fixture.hpp"
 #include <harvest/engine/connector_starts.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::engine {
 namespace {

@@ -16,6 +16,7 @@
 #include <harvest/engine/worker.hpp>
 #include <harvest/plugin/plugin.hpp>
 #include <harvest/sqs/sqs_source.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::sqs {
 namespace {

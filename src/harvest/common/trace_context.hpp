@@ -17,32 +17,40 @@
 
 namespace harvest {
 
+/// The W3C trace context a message carried: a valid traceparent and, when it
+/// came with one that is kept, its tracestate. A plain value; built by
+/// `parse_trace_context` or `trace_context_from_json`.
 struct TraceContext {
-  std::string traceparent;                // "00-<trace-id>-<parent-id>-<flags>", lower-case hex
-  std::optional<std::string> tracestate;  // opaque vendor list, at most kMaxTraceState bytes
+  std::string traceparent;                ///< "00-<trace-id>-<parent-id>-<flags>", lower-case hex
+  std::optional<std::string> tracestate;  ///< opaque vendor list, at most kMaxTraceState bytes
 
-  // The 32 hex digits of the trace id (characters 3..34 of the traceparent).
+  /// The 32 hex digits of the trace id (characters 3..34 of the traceparent).
+  /// A view into `traceparent`: valid while this context lives unchanged.
   [[nodiscard]] std::string_view trace_id() const;
+  /// Member-wise equality.
   bool operator==(const TraceContext&) const = default;
 };
 
-// Longest tracestate kept: the recommendation's 32 list members in 512 bytes.
+/// Longest tracestate kept: the recommendation's 32 list members in 512 bytes.
 inline constexpr size_t kMaxTraceState = 512;
-// Longest traceparent accepted: version 00 is 55 bytes; later versions may
-// append fields, bounded here.
+/// Longest traceparent accepted: version 00 is 55 bytes; later versions may
+/// append fields, bounded here.
 inline constexpr size_t kMaxTraceParent = 256;
 
-// The context named by these two header values, or nullopt when the
-// traceparent is absent or malformed (version "ff", wrong lengths, upper-case
-// or non-hex digits, an all-zero trace or parent id). A tracestate that is
-// too long or holds bytes outside printable ASCII is dropped, keeping the
-// traceparent.
+/// The context named by these two header values, or nullopt when the
+/// traceparent is absent or malformed (version "ff", wrong lengths, upper-case
+/// or non-hex digits, an all-zero trace or parent id). A tracestate that is
+/// too long or holds bytes outside printable ASCII is dropped, keeping the
+/// traceparent.
 [[nodiscard]] std::optional<TraceContext> parse_trace_context(
     std::optional<std::string_view> traceparent, std::optional<std::string_view> tracestate);
 
-// {"traceparent": ..., "tracestate": ...} (tracestate omitted when absent),
-// and back; from_json answers nullopt for null or a value that does not parse.
+/// {"traceparent": ..., "tracestate": ...} (tracestate omitted when absent),
+/// and back; from_json answers nullopt for null or a value that does not parse.
 [[nodiscard]] Json to_json(const TraceContext& trace);
+/// The inverse of `to_json`, validated as `parse_trace_context` validates:
+/// nullopt for null, a non-object, or a missing or malformed traceparent; a
+/// tracestate that is not a string or not valid is dropped.
 [[nodiscard]] std::optional<TraceContext> trace_context_from_json(const Json& j);
 
 }  // namespace harvest

@@ -44,14 +44,6 @@ struct Ticket {
   bool reack;  // already settled in this generation
 };
 
-struct Stall {
-  PartitionKey partition;
-  size_t depth;  // completed offsets held behind the head
-  size_t bound;  // the threshold, or 0 for a retried head
-  bool retried_head;
-  int64_t head;  // the offset that is not settling
-};
-
 class CommitTracker {
  public:
   // Registers a delivery; the ticket must be settled or retried.

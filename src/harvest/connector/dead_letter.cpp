@@ -5,6 +5,8 @@
 #include <harvest/common/log.hpp>
 #include <harvest/connector/coordinates.hpp>
 #include <harvest/connector/dead_letter.hpp>
+#include <harvest/store/pg.hpp>
+#include <harvest/store/pool.hpp>
 
 harvest::store::MigrationSet harvest_migrations_connector();
 

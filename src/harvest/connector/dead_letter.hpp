@@ -16,51 +16,77 @@
 #include <harvest/common/error.hpp>
 #include <harvest/common/json.hpp>
 #include <harvest/store/migrations.hpp>
-#include <harvest/store/pool.hpp>
+
+namespace harvest::store {
+class Pool;  // <harvest/store/pool.hpp>, internal
+}  // namespace harvest::store
 
 namespace harvest::connector {
 
-// The connector's migration set ("connector"): harvest_connector_dead_letters.
+/// The connector's migration set ("connector"): harvest_connector_dead_letters.
 [[nodiscard]] store::MigrationSet connector_migrations();
 
+/// One poison message as a DeadLetterSink records it. A plain value, built by
+/// the connector runtime.
 struct DeadLetter {
-  std::string binding;
-  std::string stream;
-  std::string coordinates;      // rendered
-  std::string idempotency_key;  // the message's dedupe key
-  std::string reason;           // undecodable | start_rejected | mapping_rejected
-  std::string detail;
+  std::string binding;          ///< name of the binding that gave up on the message
+  std::string stream;           ///< the binding's stream
+  std::string coordinates;      ///< rendered
+  std::string idempotency_key;  ///< the message's dedupe key
+  std::string reason;           ///< undecodable | start_rejected | mapping_rejected
+  std::string detail;           ///< what was wrong with it, for operators
+  /// Deliveries that failed before the message was dead-lettered: the strikes
+  /// of a mapping_rejected message, 1 otherwise. Default 1.
   int attempts = 1;
-  std::string payload;  // raw bytes
-  // The coordinates structured (coordinates_json), stored for replay; null
-  // stores none.
+  std::string payload;  ///< raw bytes
+  /// The coordinates structured (coordinates_json), stored for replay; null
+  /// stores none.
   Json coordinates_structured = nullptr;
 };
 
-// Thread-safe: called from dispatch threads.
+/// Where a connector runtime records poison messages before it acks them.
+/// The runtime holds its sink by `shared_ptr` (with_dead_letter_sink), shared
+/// with whoever else holds it, and uses it for as long as it runs; a sink
+/// keeps no reference to the letters it is given.
+/// Thread-safe: called from dispatch threads.
 class DeadLetterSink {
  public:
   virtual ~DeadLetterSink() = default;
-  // Durably records `letter` (a repeat of the same key is a success).
+  /// Durably records `letter` (a repeat of the same key is a success).
   [[nodiscard]] virtual Status write(const DeadLetter& letter) = 0;
 };
 
+/// The default sink: one row per letter in `harvest_connector_dead_letters`
+/// (created by connector_migrations()). Usable as soon as it is constructed;
+/// holds nothing but a reference to its pool. Thread-safe: each write takes
+/// its own pooled connection.
 class PostgresDeadLetterSink final : public DeadLetterSink {
  public:
-  // Keeps a reference to `pool`, which must outlive the sink.
+  /// Keeps a reference to `pool`, which must outlive the sink.
   explicit PostgresDeadLetterSink(store::Pool& pool) : pool_(pool) {}
+  /// Inserts `letter` in one statement; a row with the same dedupe key
+  /// already there makes it a no-op success. Text columns are stored as
+  /// valid UTF-8 (ill-formed bytes replaced); the payload is kept byte for
+  /// byte. Errors: those of acquiring a connection or of the insert.
   [[nodiscard]] Status write(const DeadLetter& letter) override;
 
  private:
   store::Pool& pool_;
 };
 
-// Keeps dead letters in memory (deduplicated by key), for tests.
-// `fail_writes(true)` makes every write fail, to exercise the downgrade to a retry.
+/// Keeps dead letters in memory (deduplicated by key), for tests.
+/// `fail_writes(true)` makes every write fail, to exercise the downgrade to a retry.
+/// Owns copies of the letters it keeps, until it is destroyed. Thread-safe
+/// (one mutex): every method may be called from any thread.
 class RecordingDeadLetterSink final : public DeadLetterSink {
  public:
+  /// Keeps a copy of `letter` unless one with its dedupe key is kept already.
+  /// Errors: kTransient while `fail_writes(true)` is in effect.
   [[nodiscard]] Status write(const DeadLetter& letter) override;
+  /// A copy of every letter kept, in the order first written.
   [[nodiscard]] std::vector<DeadLetter> letters() const;
+  /// true: every later write fails (and keeps nothing); false: writes succeed
+  /// again. Initially false.
   void fail_writes(bool fail);
 
  private:
@@ -69,11 +95,16 @@ class RecordingDeadLetterSink final : public DeadLetterSink {
   bool fail_ = false;
 };
 
-// The default of a directly constructed runtime: every write fails with a
-// config error naming both remedies (and is logged as an error).
+/// The default of a directly constructed runtime: every write fails with a
+/// config error naming both remedies (and is logged as an error).
+/// Holds only the binding's name. Thread-safe: it has no mutable state.
 class UnconfiguredDeadLetterSink final : public DeadLetterSink {
  public:
+  /// `binding`: the name of the binding, used in the error message.
   explicit UnconfiguredDeadLetterSink(std::string binding) : binding_(std::move(binding)) {}
+  /// Records nothing: logs and returns a kConfig error naming the binding,
+  /// the message and both remedies (with_dead_letter_sink, or
+  /// broker_native_dead_letter).
   [[nodiscard]] Status write(const DeadLetter& letter) override;
 
  private:

@@ -7,8 +7,15 @@
 #include <harvest/common/fault.hpp>
 #include <harvest/common/log.hpp>
 #include <harvest/connector/binding_rules.hpp>
+#include <harvest/connector/commit_tracker.hpp>
 #include <harvest/connector/dedupe_key.hpp>
+#include <harvest/connector/dispatch_pool.hpp>
+#include <harvest/connector/lag_sampler.hpp>
 #include <harvest/connector/runtime.hpp>
+#include <harvest/connector/runtime_mapped.hpp>
+#include <harvest/connector/store_outage.hpp>
+#include <harvest/connector/strike_counter.hpp>
+#include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/engine/connector_starts.hpp>
 
 namespace harvest::connector {
@@ -35,9 +42,11 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
       metrics_(metrics ? std::move(metrics) : std::make_shared<metrics::NoopMetrics>()),
       mode_(mode),
       config_(std::move(config)),
-      strikes_(binding_->name()),
-      outage_(binding_->name(), config_.store_probe_initial, config_.store_probe_max,
-              config_.clock ? config_.clock : Clock::steady(), metrics_) {
+      tracker_(std::make_unique<CommitTracker>()),
+      strikes_(std::make_unique<StrikeCounter>(binding_->name())),
+      outage_(std::make_unique<StoreOutage>(
+          binding_->name(), config_.store_probe_initial, config_.store_probe_max,
+          config_.clock ? config_.clock : Clock::steady(), metrics_)) {
   if (!config_.clock) config_.clock = Clock::steady();
   if (auto refusals = binding_refusals(*binding_, engine_.workflows(), source_.get(), mode);
       !refusals.empty()) {
@@ -69,6 +78,26 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
 ConnectorRuntime::~ConnectorRuntime() {
   lag_.reset();
   pool_.reset();
+}
+
+const CommitTracker& ConnectorRuntime::tracker() const {
+  return *tracker_;
+}
+
+const StrikeCounter& ConnectorRuntime::strikes() const {
+  return *strikes_;
+}
+
+bool ConnectorRuntime::store_unavailable() const {
+  return outage_->paused();
+}
+
+std::chrono::milliseconds ConnectorRuntime::store_probe_delay() const {
+  return outage_->probe_delay();
+}
+
+size_t ConnectorRuntime::held() const {
+  return outage_->held();
 }
 
 ConnectorRuntime& ConnectorRuntime::with_dead_letter_sink(std::shared_ptr<DeadLetterSink> sink) {
@@ -104,7 +133,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
               binding_->name(), letter.coordinates, w.error().describe());
     return {Verdict::kRetry, "dead_letter_failed", false};
   }
-  strikes_.reset(key);
+  strikes_->reset(key);
   return {Verdict::kDeadLettered, reason, false};
 }
 
@@ -132,7 +161,7 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   if (mapped.kind == MappingOutcome::Kind::kUndecodable) {
     out.verdict = poison(m, key, "undecodable", mapped.detail, 1);
   } else if (mapped.kind == MappingOutcome::Kind::kRejected) {
-    const uint32_t strikes = strikes_.strike(key);
+    const uint32_t strikes = strikes_->strike(key);
     out.verdict = b.poison_threshold() > 0 && strikes >= b.poison_threshold()
                       ? poison(m, key, "mapping_rejected", mapped.detail, static_cast<int>(strikes))
                       : Dispatched{Verdict::kRetry, "mapping_rejected", true};
@@ -227,7 +256,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
               outcome.error().describe());
     return {Verdict::kRetry, "transient", false};
   }
-  strikes_.reset(mapped.key->value());
+  strikes_->reset(mapped.key->value());
   return {Verdict::kSettled, outcome->outcome, false};
 }
 
@@ -274,7 +303,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::stalled(
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   auto pass = run_pass();
   const metrics::Labels labels = {{"source", binding_->name()}};
-  metrics_->set_gauge(metrics::kConnectorInFlight, labels, static_cast<double>(outage_.held()));
+  metrics_->set_gauge(metrics::kConnectorInFlight, labels, static_cast<double>(outage_->held()));
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   metrics_->set_gauge(metrics::kConnectorLastPass, labels,
                       std::chrono::duration<double>(now).count());
@@ -283,7 +312,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
 
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   PassSummary summary;
-  if (!outage_.paused() && source_->holds_received_ahead() && lag_->due()) {
+  if (!outage_->paused() && source_->holds_received_ahead() && lag_->due()) {
     // A sample is due: what the source received ahead is dispatched first,
     // so no message sits invisible across the sample's broker call.
     dispatch_received_ahead(summary);
@@ -291,27 +320,27 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   }
   // Lag first: a wedged binding's gauge must keep reporting the work it owes.
   lag_->maybe_sample();
-  if (outage_.paused() && !store_answers()) {
+  if (outage_->paused() && !store_answers()) {
     summary.store_unavailable = true;
     return summary;
   }
-  if (!outage_.holding()) maybe_replay();
-  if (outage_.held() > 0) {
+  if (!outage_->holding()) maybe_replay();
+  if (outage_->held() > 0) {
     // What the outage interrupted goes first, in the order it was received:
     // nothing new is taken until it is durable (or held again).
     std::vector<Message> messages;
     std::vector<std::optional<Ticket>> tickets;
-    for (auto& h : outage_.take_held()) {
+    for (auto& h : outage_->take_held()) {
       messages.push_back(std::move(h.message));
       tickets.push_back(std::move(h.ticket));
     }
     dispatch(messages, tickets, summary);
-    summary.store_unavailable = outage_.paused();
+    summary.store_unavailable = outage_->paused();
     return summary;
   }
   // A wedged binding stops pulling batches it could only drop.
   forget_revoked();
-  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
+  if (auto s = tracker_->find_stall(stall_threshold_)) return stalled(*s, summary);
 
   auto batch = source_->receive(std::max<size_t>(config_.max_batch, 1), config_.poll_timeout);
   if (!batch) {
@@ -325,18 +354,18 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   if (messages.empty()) return summary;
   dispatch_received(messages, summary);
   // Held messages are not stalled: the store, not the broker, is holding them.
-  if (outage_.holding()) return summary;
+  if (outage_->holding()) return summary;
   forget_revoked();
-  if (auto s = tracker_.find_stall(stall_threshold_)) return stalled(*s, summary);
+  if (auto s = tracker_->find_stall(stall_threshold_)) return stalled(*s, summary);
   return summary;
 }
 
 void ConnectorRuntime::dispatch_received(const std::vector<Message>& messages,
                                          PassSummary& summary) {
   std::vector<std::optional<Ticket>> tickets(messages.size());
-  for (size_t i = 0; i < messages.size(); ++i) tickets[i] = ticket_for(tracker_, messages[i]);
+  for (size_t i = 0; i < messages.size(); ++i) tickets[i] = ticket_for(*tracker_, messages[i]);
   dispatch(messages, tickets, summary);
-  summary.store_unavailable = outage_.paused();
+  summary.store_unavailable = outage_->paused();
 }
 
 void ConnectorRuntime::dispatch_received_ahead(PassSummary& summary) {
@@ -360,7 +389,7 @@ void ConnectorRuntime::release_received_ahead(std::string_view why) {
 void ConnectorRuntime::forget_revoked() {
   // A partition another replica owns now is its business: stalling on it
   // would rebuild this consumer and rebalance every replica for nothing.
-  const size_t n = tracker_.forget_unowned([this](const PartitionKey& k, uint64_t generation) {
+  const size_t n = tracker_->forget_unowned([this](const PartitionKey& k, uint64_t generation) {
     return source_->owns(k.topic, k.partition, generation);
   });
   if (n > 0) {
@@ -408,11 +437,11 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
 
 void ConnectorRuntime::enter_store_unavailable() {
   release_received_ahead("the store is unreachable");
-  outage_.enter();
+  outage_->enter();
 }
 
 bool ConnectorRuntime::store_answers() {
-  return outage_.probed(engine_.probe_store().has_value());
+  return outage_->probed(engine_.probe_store().has_value());
 }
 
 void ConnectorRuntime::settle(const std::vector<Message>& messages,
@@ -435,7 +464,7 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         // Counted once the ack lands (below): a message whose ack fails is
         // redelivered and counted then, so nothing is counted twice.
         if (tickets[i]) {
-          if (auto mark = tracker_.on_settled(*tickets[i])) {
+          if (auto mark = tracker_->on_settled(*tickets[i])) {
             Message head = m;
             head.coordinates = at_offset(head.coordinates, *mark - 1);
             commits.insert_or_assign(tickets[i]->partition, std::move(head));
@@ -460,14 +489,14 @@ void ConnectorRuntime::settle(const std::vector<Message>& messages,
         ++summary.retried;
         ++unavailable;
         if (tickets[i]) {
-          outage_.hold(m, tickets[i]);
+          outage_->hold(m, tickets[i]);
           ++summary.held;
         }
         break;
       case Verdict::kRetry:
         metrics_->increment(metrics::kConnectorRetried, labels("reason", d.reason));
         ++summary.retried;
-        if (tickets[i]) tracker_.on_retried(*tickets[i], source_->abandon_redelivers());
+        if (tickets[i]) tracker_->on_retried(*tickets[i], source_->abandon_redelivers());
         if (d.fast_retry) to_abandon.push_back(m);
         break;
     }

@@ -40,26 +40,35 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <vector>
 
 #include <harvest/common/clock.hpp>
 #include <harvest/connector/binding.hpp>
-#include <harvest/connector/commit_tracker.hpp>
 #include <harvest/connector/dead_letter.hpp>
-#include <harvest/connector/dedupe_key.hpp>
-#include <harvest/connector/dispatch_pool.hpp>
 #include <harvest/connector/event_source.hpp>
-#include <harvest/connector/lag_sampler.hpp>
-#include <harvest/connector/store_outage.hpp>
-#include <harvest/connector/strike_counter.hpp>
-#include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/metrics/recorder.hpp>
 
+namespace harvest::connector_dlq {
+class DeadLetterStore;  // <harvest/connector_dlq/dead_letter_store.hpp>
+}  // namespace harvest::connector_dlq
+
 namespace harvest::connector {
+
+// The runtime's parts, internal to the connector module (each in its own
+// header under harvest/connector/, not installed).
+class CommitTracker;
+class DedupeKey;
+class DispatchPool;
+class LagSampler;
+class StoreOutage;
+class StrikeCounter;
+struct Ticket;
 
 /// Tuning of one ConnectorRuntime: polling, batching, stall detection and
 /// back-off. None of it weakens delivery: a message is acked only once
@@ -199,18 +208,18 @@ class ConnectorRuntime {
   /// The binding this runtime runs.
   [[nodiscard]] const SourceBinding& binding() const { return *binding_; }
   /// Per-partition commit state (positional sources); for tests and diagnostics.
-  [[nodiscard]] const CommitTracker& tracker() const { return tracker_; }
+  /// The type is internal (harvest/connector/commit_tracker.hpp).
+  [[nodiscard]] const CommitTracker& tracker() const;
   /// Mapping rejections counted per message (CON-9); in memory only.
-  [[nodiscard]] const StrikeCounter& strikes() const { return strikes_; }
+  /// The type is internal (harvest/connector/strike_counter.hpp).
+  [[nodiscard]] const StrikeCounter& strikes() const;
   /// Whether the runtime is waiting for an unreachable store, and how long it
   /// pauses before its next probe.
-  [[nodiscard]] bool store_unavailable() const { return outage_.paused(); }
+  [[nodiscard]] bool store_unavailable() const;
   /// The pause before the next store probe (see store_unavailable).
-  [[nodiscard]] std::chrono::milliseconds store_probe_delay() const {
-    return outage_.probe_delay();
-  }
+  [[nodiscard]] std::chrono::milliseconds store_probe_delay() const;
   /// Messages held for dispatch once the store answers again.
-  [[nodiscard]] size_t held() const { return outage_.held(); }
+  [[nodiscard]] size_t held() const;
   /// Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
   [[nodiscard]] uint64_t recoveries() const { return recoveries_; }
 
@@ -223,15 +232,8 @@ class ConnectorRuntime {
     std::string reason;       ///< metric label: outcome, dead-letter or retry reason
     bool fast_retry = false;  ///< hand back now (poison path), not at the broker's pace
   };
-  /// One message between the map and the commit phase.
-  struct Mapped {
-    std::optional<Dispatched> verdict;  ///< decided by mapping (poison, rejected)
-    std::optional<DedupeKey> key;       ///< the dedupe key (CON-8)
-    MappedMessage message;
-    std::string ref;                    ///< rendered coordinates, the start's source_ref
-    std::optional<TraceContext> trace;  ///< the producer's, from the message's headers
-    Clock::time_point started{};
-  };
+  /// One message between the map and the commit phase (runtime_mapped.hpp).
+  struct Mapped;
   std::expected<PassSummary, ConnectorError> run_pass();
   MappingOutcome apply_mapper(const Message& m) const;
   Mapped map_one(const Message& m);
@@ -279,12 +281,12 @@ class ConnectorRuntime {
   std::shared_ptr<DeadLetterSink> sink_;
   std::shared_ptr<connector_dlq::DeadLetterStore> replays_;
   std::optional<Clock::time_point> last_replay_look_;
-  CommitTracker tracker_;
-  StrikeCounter strikes_;
+  std::unique_ptr<CommitTracker> tracker_;
+  std::unique_ptr<StrikeCounter> strikes_;
   std::unique_ptr<DispatchPool> pool_;
   std::unique_ptr<DispatchPool> commit_pool_;
   std::unique_ptr<LagSampler> lag_;
-  StoreOutage outage_;
+  std::unique_ptr<StoreOutage> outage_;
   uint64_t recoveries_ = 0;
   /// Rebuild back-off on the runtime's own evidence (CON-18), per partition:
   /// the committed position of each partition (the offset after the last

@@ -6,7 +6,12 @@
 
 #include <harvest/common/json.hpp>
 #include <harvest/common/log.hpp>
+#include <harvest/connector/commit_tracker.hpp>
+#include <harvest/connector/dedupe_key.hpp>
 #include <harvest/connector/runtime.hpp>
+#include <harvest/connector/runtime_mapped.hpp>
+#include <harvest/connector/strike_counter.hpp>
+#include <harvest/connector_dlq/dead_letter_store.hpp>
 
 namespace harvest::connector {
 

@@ -6,7 +6,10 @@
 #include <algorithm>
 
 #include <harvest/common/log.hpp>
+#include <harvest/connector/commit_tracker.hpp>
+#include <harvest/connector/lag_sampler.hpp>
 #include <harvest/connector/runtime.hpp>
+#include <harvest/connector/store_outage.hpp>
 
 namespace harvest::connector {
 
@@ -19,7 +22,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // Only progress resets the backoff of failed receives and recoveries.
       if (pass->acked + pass->dead_lettered > 0) backoff = config_.idle_backoff;
       if (pass->store_unavailable) {
-        (void)config_.clock->sleep_for(outage_.probe_delay(), stop);
+        (void)config_.clock->sleep_for(outage_->probe_delay(), stop);
       } else if (pass->received + pass->acked + pass->retried + pass->dead_lettered == 0) {
         (void)config_.clock->sleep_for(config_.idle_backoff, stop);
       }
@@ -71,8 +74,8 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       ++recoveries_;
       rebuilt_[stalled_on] = Rebuilt{position, next_pause};
       metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
-      tracker_.clear();
-      outage_.drop_held();
+      tracker_->clear();
+      outage_->drop_held();
       continue;
     }
     log::warn("{}; retrying in {} ms", e.message, backoff.count());
@@ -84,7 +87,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
   // receive on each (SQS-5: restarts never push a good message toward the
   // redrive policy's DLQ).
   if (source_->holds_received_ahead()) {
-    if (outage_.paused()) {
+    if (outage_->paused()) {
       release_received_ahead("the binding is stopping with the store unreachable");
     } else {
       PassSummary last;

@@ -11,8 +11,10 @@
 #include <harvest/common/strings.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
+#include <harvest/engine/work_signal.hpp>
 #include <harvest/store/conninfo.hpp>
 #include <harvest/store/dev_cluster.hpp>
+#include <harvest/store/pool.hpp>
 
 harvest::store::MigrationSet harvest_migrations_engine();
 
@@ -106,7 +108,10 @@ Status check_caller_key(const std::optional<std::string>& key) {
 
 Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std::string> urls,
                DeploymentMode mode)
-    : config_(std::move(config)), workflows_(std::move(workflows)), mode_(mode) {
+    : config_(std::move(config)),
+      workflows_(std::move(workflows)),
+      mode_(mode),
+      work_(std::make_unique<WorkSignal>()) {
   if (!config_.metrics) config_.metrics = std::make_shared<metrics::NoopMetrics>();
   for (auto& url : urls) {
     auto pool = std::make_unique<store::Pool>(
@@ -116,6 +121,14 @@ Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std:
 }
 
 Engine::~Engine() = default;
+
+store::Pool& Engine::pool(size_t shard) {
+  return *shards_.at(shard).pool;
+}
+
+WorkSignal& Engine::work_signal() {
+  return *work_;
+}
 
 Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegistry workflows,
                                              std::vector<store::MigrationSet> plugin_migrations) {

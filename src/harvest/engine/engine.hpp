@@ -27,10 +27,19 @@
 
 #include <harvest/common/error.hpp>
 #include <harvest/engine/types.hpp>
-#include <harvest/engine/work_signal.hpp>
 #include <harvest/engine/workflow.hpp>
 #include <harvest/store/migrations.hpp>
-#include <harvest/store/pool.hpp>
+
+// libpq's connection handle, declared exactly as <libpq-fe.h> declares it.
+typedef struct pg_conn PGconn;
+
+namespace harvest::store {
+class Pool;  // <harvest/store/pool.hpp>, internal
+}  // namespace harvest::store
+
+namespace harvest::engine {
+class WorkSignal;  // <harvest/engine/work_signal.hpp>, internal
+}  // namespace harvest::engine
 
 namespace harvest::engine::internal {
 class ConnectorStarts;  // the connector's derived-key path (connector_starts.hpp)
@@ -177,7 +186,7 @@ class Engine {
   /// have no execution id to return for an idempotency key).
   [[nodiscard]] bool has_deferred_admission(std::string_view workflow) const;
   /// The pool of `shard` (default: the first, which also holds plugin tables).
-  [[nodiscard]] store::Pool& pool(size_t shard = 0) { return *shards_.at(shard).pool; }
+  [[nodiscard]] store::Pool& pool(size_t shard = 0);
   /// The workflows given to `open()`.
   [[nodiscard]] const WorkflowRegistry& workflows() const { return workflows_; }
   /// The config given to `open()`, with `metrics` set (NoopMetrics if it was null).
@@ -195,7 +204,7 @@ class Engine {
   [[nodiscard]] Result<long long> queue_depth();
 
   /// Bumped whenever this process makes a run runnable; workers wait on it.
-  [[nodiscard]] WorkSignal& work_signal() { return work_; }
+  [[nodiscard]] WorkSignal& work_signal();
   /// Every shard's connection URL, in shard order (may carry passwords).
   [[nodiscard]] std::vector<std::string> shard_urls() const;
   /// The metric label for a workflow name: the name when registered, else
@@ -245,7 +254,7 @@ class Engine {
   std::vector<Shard> shards_;
   std::atomic<uint64_t> round_robin_{0};
   std::vector<store::PendingMigration> pending_at_open_;
-  WorkSignal work_;
+  std::unique_ptr<WorkSignal> work_;
 };
 
 }  // namespace harvest::engine

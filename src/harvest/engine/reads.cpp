@@ -8,6 +8,7 @@
 #include <harvest/engine/admission.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
+#include <harvest/engine/work_signal.hpp>
 
 namespace harvest::engine {
 
@@ -108,7 +109,7 @@ Status Engine::replay_dead_letter(const std::string& execution_id) {
   if (!tx) return fail(tx.error());
   if (auto r = ExecutionStore(**conn).replay_dead_letter(execution_id); !r) return r;
   if (auto c = tx->commit(); !c) return fail(c.error());
-  work_.notify();
+  work_->notify();
   return {};
 }
 
@@ -125,7 +126,7 @@ Result<int> Engine::fire_deferred() {
     }
     created += *n;
   }
-  if (created > 0) work_.notify();
+  if (created > 0) work_->notify();
   if (first_error && created == 0) return fail(*first_error);
   return created;
 }

@@ -3,6 +3,7 @@
 #include <harvest/common/log.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::engine {
 

@@ -14,6 +14,8 @@
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
 #include <harvest/engine/identifiers.hpp>
+#include <harvest/engine/work_signal.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::engine {
 
@@ -94,7 +96,7 @@ Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
   auto staged = store.stage_signal(id, req.name, req.payload, req.idempotency_key);
   if (!staged) return fail(staged.error());
   if (auto c = tx->commit(); !c) return fail(c.error());
-  if (*staged) work_.notify();
+  if (*staged) work_->notify();
   return SignalOutcome{*staged ? SignalOutcomeKind::kDelivered : SignalOutcomeKind::kDuplicate, id};
 }
 
@@ -279,7 +281,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
       }
     }
   }
-  if (woke) work_.notify();
+  if (woke) work_->notify();
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
 #include <harvest/engine/identifiers.hpp>
+#include <harvest/engine/work_signal.hpp>
 
 namespace harvest::engine {
 
@@ -162,7 +163,7 @@ std::vector<Result<StartOutcome>> Engine::start_prepared(
     out[i] = std::move(admitted);
   }
   for (auto& [shard, items] : immediate) start_immediate_on(shard, items, immediate_out[shard]);
-  if (admitted_any) work_.notify();
+  if (admitted_any) work_->notify();
   return out;
 }
 
@@ -210,7 +211,7 @@ void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items
         StartOutcome{s->started ? StartOutcomeKind::kStarted : StartOutcomeKind::kIdempotentReplay,
                      s->execution_id};
   }
-  if (started) work_.notify();
+  if (started) work_->notify();
 }
 
 Result<StartOutcome> Engine::start_in_transaction(PGconn* raw, const StartRequest& request) {

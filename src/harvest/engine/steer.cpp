@@ -8,6 +8,8 @@
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
 #include <harvest/engine/identifiers.hpp>
+#include <harvest/engine/work_signal.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::engine {
 
@@ -98,7 +100,7 @@ Result<StopOutcome> Engine::stop(const StopRequest& request, bool terminate) {
         fmt::format("execution {} is {}; only an open run can be terminated", id, s.status)));
   }
   if (s.changed) {
-    work_.notify();  // a pending or waiting run is runnable now
+    work_->notify();  // a pending or waiting run is runnable now
     return StopOutcome{StopOutcomeKind::kRequested, id, s.status};
   }
   if (s.status == "cancelled" || (s.cancel_requested && !is_closed_status(s.status))) {
@@ -156,7 +158,7 @@ Result<BulkStopOutcome> Engine::stop_where(const StopFilter& filter, const std::
       }
     }
   }
-  if (!dry_run && !terminate && out.stopped > 0) work_.notify();
+  if (!dry_run && !terminate && out.stopped > 0) work_->notify();
   return out;
 }
 

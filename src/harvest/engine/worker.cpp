@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <list>
 #include <optional>
 #include <set>
 
@@ -7,7 +8,10 @@
 #include <harvest/common/ids.hpp>
 #include <harvest/common/json.hpp>
 #include <harvest/common/log.hpp>
+#include <harvest/engine/execution_store.hpp>
+#include <harvest/engine/history_writer.hpp>
 #include <harvest/engine/run_state.hpp>
+#include <harvest/engine/work_signal.hpp>
 #include <harvest/engine/worker.hpp>
 
 namespace harvest::engine {
@@ -32,6 +36,11 @@ std::string error_text(const std::string& what) {
 }
 
 }  // namespace
+
+struct Worker::Claimed {
+  size_t shard;
+  ClaimedRun run;
+};
 
 Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(std::move(config)) {
   const std::string& instance = engine_.config().instance_id;
@@ -168,7 +177,7 @@ void Worker::forget(const std::string& lease) {
 }
 
 void Worker::release_queued() {
-  std::deque<Claimed> queued;
+  std::list<Claimed> queued;
   {
     std::lock_guard lock(mu_);
     queued.swap(queue_);

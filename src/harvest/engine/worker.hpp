@@ -21,8 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,10 +32,15 @@
 #include <vector>
 
 #include <harvest/engine/engine.hpp>
-#include <harvest/engine/execution_store.hpp>
-#include <harvest/engine/history_writer.hpp>
 
 namespace harvest::engine {
+
+// Internal types the worker keeps (<harvest/engine/execution_store.hpp>,
+// history_writer.hpp, work_signal.hpp).
+struct ClaimedRun;
+class ExecutionStore;
+class HistoryWriter;
+class WorkListener;
 
 /// Tuning of a Worker; the defaults suit most deployments. Copied by the
 /// worker at construction.
@@ -91,10 +96,7 @@ class Worker {
   [[nodiscard]] const std::string& owner() const { return config_.owner; }
 
  private:
-  struct Claimed {
-    size_t shard;
-    ClaimedRun run;
-  };
+  struct Claimed;  // a claimed run and its shard (worker.cpp)
   void run_loop(std::stop_token st);
   void heartbeat_loop(std::stop_token st);
   void maintenance_loop(std::stop_token st);
@@ -145,7 +147,7 @@ class Worker {
 
   std::mutex mu_;  ///< guards queue_, claiming_, active_
   std::condition_variable_any queue_cv_;
-  std::deque<Claimed> queue_;
+  std::list<Claimed> queue_;
   bool claiming_ = false;
   std::map<std::string, Active> active_;  ///< lease token -> the run, claimed and not settled
   std::atomic<size_t> next_shard_{0};

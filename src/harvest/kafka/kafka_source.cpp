@@ -7,8 +7,10 @@
 #include <stop_token>
 #include <thread>
 
+#include <harvest/common/deadline_mutex.hpp>
 #include <harvest/common/log.hpp>
 #include <harvest/common/strings.hpp>
+#include <harvest/kafka/anchor_book.hpp>
 #include <harvest/kafka/broker_calls.hpp>
 #include <harvest/kafka/kafka_source.hpp>
 #include <harvest/kafka/librdkafka_glue.hpp>
@@ -353,7 +355,9 @@ KafkaSource::KafkaSource(Passkey, KafkaSourceConfig config)
       properties_(config_.effective_properties()),
       identity_(kafka::subscription_identity(config_)),
       log_name_(fmt::format("KafkaSource#{} {}", ++instances, identity_)),
-      reset_(config_.offset_reset()) {}
+      reset_(config_.offset_reset()),
+      anchors_(std::make_unique<AnchorBook>()),
+      lag_mu_(std::make_unique<DeadlineMutex>()) {}
 
 KafkaSource::~KafkaSource() {
   close();
@@ -370,7 +374,7 @@ void KafkaSource::close() {
     session_->shutdown();
     session_.reset();
   }
-  std::lock_guard lag_lock(lag_mu_);
+  std::lock_guard lag_lock(*lag_mu_);
   if (lag_handle_) {
     lag_handle_->close();
     lag_handle_.reset();
@@ -395,7 +399,7 @@ void KafkaSource::on_message(int32_t partition, int64_t offset, connector::Messa
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
     if (it == owned_.end()) return;  // revoked meanwhile; the next owner reads it
-    anchors_.record_first_read(partition, offset);
+    anchors_->record_first_read(partition, offset);
     message.generation = it->second.generation;
     buffer_bytes_ += footprint(message);
     buffer_.push_back(std::move(message));
@@ -408,7 +412,7 @@ void KafkaSource::on_partition_eof(int32_t partition, int64_t offset) {
   // With enable.partition.eof, reaching the end before any message is where
   // the reset policy resolved: the same fact as a first read at `offset`.
   std::lock_guard lock(mu_);
-  if (owned_.contains(partition)) anchors_.record_first_read(partition, offset);
+  if (owned_.contains(partition)) anchors_->record_first_read(partition, offset);
 }
 
 void KafkaSource::on_consumer_error(Error error, bool fatal) {
@@ -553,7 +557,7 @@ KafkaSource::Snapshot KafkaSource::snapshot() const {
   std::lock_guard lock(mu_);
   Snapshot s;
   for (const auto& [p, ownership] : owned_) s.owned.emplace(p, ownership.generation);
-  s.anchors = anchors_.all();
+  s.anchors = anchors_->all();
   s.floors_committed = floors_committed_;
   s.buffered = buffer_.size();
   s.paused = paused_;

@@ -54,17 +54,21 @@
 #include <string>
 #include <vector>
 
-#include <harvest/common/deadline_mutex.hpp>
 #include <harvest/common/error.hpp>
 #include <harvest/connector/event_source.hpp>
-#include <harvest/kafka/anchor_book.hpp>
 #include <harvest/kafka/kafka_source_config.hpp>
 
 namespace RdKafka {
 class KafkaConsumer;
 }
 
+namespace harvest {
+class DeadlineMutex;  // <harvest/common/deadline_mutex.hpp>, internal
+}  // namespace harvest
+
 namespace harvest::kafka {
+
+class AnchorBook;  // <harvest/kafka/anchor_book.hpp>, internal
 
 /// The EventSource over one topic of a Kafka consumer group (see the file
 /// comment for what it adds to a plain consumer). Lifecycle: connect() creates
@@ -208,7 +212,7 @@ class KafkaSource final : public connector::EventSource {
   std::deque<connector::Message> buffer_;
   size_t buffer_bytes_ = 0;        ///< footprint of buffer_ (read-ahead bound)
   std::condition_variable space_;  ///< buffer_ shrank
-  AnchorBook anchors_;
+  std::unique_ptr<AnchorBook> anchors_;
   std::set<int32_t> floors_committed_;  ///< latest: once per partition per process
   uint64_t next_generation_ = 0;
   bool paused_ = false;
@@ -227,7 +231,7 @@ class KafkaSource final : public connector::EventSource {
 
   /// lag()'s own handle, created on first use. Serialised by lag_mu_ (timed,
   /// so a second sampler gives up at its deadline rather than queueing).
-  DeadlineMutex lag_mu_;
+  std::unique_ptr<DeadlineMutex> lag_mu_;
   std::unique_ptr<RdKafka::KafkaConsumer> lag_handle_;
 };
 

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 
+#include <harvest/common/deadline_mutex.hpp>
 #include <harvest/common/fault.hpp>
 #include <harvest/common/log.hpp>
+#include <harvest/kafka/anchor_book.hpp>
 #include <harvest/kafka/broker_calls.hpp>
 #include <harvest/kafka/kafka_source.hpp>
 #include <harvest/kafka/librdkafka_glue.hpp>
@@ -21,7 +23,7 @@ void KafkaSource::commit_pending_floors() {
   std::set<int32_t> pending;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [p, anchor] : anchors_.all()) {
+    for (const auto& [p, anchor] : anchors_->all()) {
       if (owned_.contains(p) && !floors_committed_.contains(p)) pending.insert(p);
     }
   }
@@ -52,7 +54,7 @@ Result<std::set<int32_t>> KafkaSource::commit_anchors(const std::set<int32_t>& p
     std::lock_guard lock(mu_);
     for (int32_t p : partitions) {
       auto owned = owned_.find(p);
-      auto anchor = anchors_.anchor(p);
+      auto anchor = anchors_->anchor(p);
       if (owned == owned_.end() || !anchor) continue;
       anchors[p] = *anchor;
       generations[p] = owned->second.generation;
@@ -122,7 +124,7 @@ Status KafkaSource::ack(const std::vector<connector::Message>& messages) {
     }
     for (const auto& [p, next] : next_offsets) {
       owned_[p].acked_next = next;
-      anchors_.raise(p, next);
+      anchors_->raise(p, next);
     }
   }
   if (!dropped.empty()) {

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 
+#include <harvest/common/deadline_mutex.hpp>
 #include <harvest/common/log.hpp>
+#include <harvest/kafka/anchor_book.hpp>
 #include <harvest/kafka/broker_calls.hpp>
 #include <harvest/kafka/kafka_source.hpp>
 #include <harvest/kafka/librdkafka_glue.hpp>
@@ -58,7 +60,7 @@ Status KafkaSource::ensure_lag_handle() {
 
 Result<std::optional<int64_t>> KafkaSource::lag(SteadyClock::time_point deadline) {
   const std::optional<int64_t> abandoned;
-  std::unique_lock lag_lock(lag_mu_, deadline);
+  std::unique_lock lag_lock(*lag_mu_, deadline);
   if (!lag_lock.owns_lock()) return abandoned;
   {
     std::lock_guard lock(mu_);
@@ -98,7 +100,7 @@ Result<std::optional<int64_t>> KafkaSource::lag(SteadyClock::time_point deadline
   std::map<int32_t, int64_t> anchors;
   {
     std::lock_guard lock(mu_);
-    anchors = anchors_.all();
+    anchors = anchors_->all();
   }
   // Baseline per partition: the group's commit; else this process's anchor
   // (deliberately not filtered by ownership: a stale anchor skews one

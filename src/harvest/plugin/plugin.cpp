@@ -7,7 +7,9 @@
 #include <harvest/common/log.hpp>
 #include <harvest/connector/binding_rules.hpp>
 #include <harvest/connector/dead_letter.hpp>
+#include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/plugin/plugin.hpp>
+#include <harvest/store/pool.hpp>
 
 namespace harvest::plugin {
 

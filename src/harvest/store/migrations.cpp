@@ -4,6 +4,7 @@
 
 #include <harvest/common/log.hpp>
 #include <harvest/store/migrations.hpp>
+#include <harvest/store/pg.hpp>
 
 namespace harvest::store {
 

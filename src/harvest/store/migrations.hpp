@@ -10,35 +10,43 @@
 #include <string>
 #include <vector>
 
-#include <harvest/store/pg.hpp>
+#include <harvest/common/error.hpp>
 
 namespace harvest::store {
 
+class Connection;  // <harvest/store/pg.hpp>, internal
+
+/// One numbered SQL file of a MigrationSet (NNNN_name.sql). A plain value.
 struct Migration {
-  int version;
-  std::string name;
-  std::string sql;
+  int version;       ///< the file's number (NNNN); with the set's name, its key in the ledger
+  std::string name;  ///< the file's name after the number, e.g. "core"
+  std::string sql;   ///< the file's SQL, run as one script in the transaction recording it
 };
 
+/// The migrations one module owns, under the name the ledger records them by.
+/// A plain value.
 struct MigrationSet {
-  std::string name;  // "engine", "connector", ...
-  std::vector<Migration> migrations;
+  std::string name;                   ///< "engine", "connector", ...
+  std::vector<Migration> migrations;  ///< in version order, the order they are applied in
 };
 
+/// A migration not yet recorded in the ledger (or, from apply_migrations,
+/// just applied). A plain value.
 struct PendingMigration {
-  std::string set_name;
-  int version;
-  std::string name;
-  [[nodiscard]] std::string label() const;  // "engine/0001_core"
+  std::string set_name;  ///< the MigrationSet::name it belongs to
+  int version;           ///< its Migration::version
+  std::string name;      ///< its Migration::name
+  /// The migration as shown in logs and errors: "engine/0001_core".
+  [[nodiscard]] std::string label() const;
 };
 
-// Migrations of `sets` not yet recorded in the ledger (an absent ledger means
-// every migration is pending).
+/// Migrations of `sets` not yet recorded in the ledger (an absent ledger means
+/// every migration is pending).
 [[nodiscard]] Result<std::vector<PendingMigration>> pending_migrations(
     Connection& conn, const std::vector<MigrationSet>& sets);
 
-// Applies every pending migration, in set order then version order. Returns
-// the ones applied (empty when already up to date).
+/// Applies every pending migration, in set order then version order. Returns
+/// the ones applied (empty when already up to date).
 [[nodiscard]] Result<std::vector<PendingMigration>> apply_migrations(
     Connection& conn, const std::vector<MigrationSet>& sets);
 
