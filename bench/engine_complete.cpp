@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
         "'bench_complete' AND status = 'completed'");
     return c ? c->get_int(0, "n") : -1;
   };
+  const auto footprint = bench::Footprint::begin(**db);
   const auto t0 = std::chrono::steady_clock::now();
   Worker worker(**engine, {.concurrency = 32});
   worker.start();
@@ -68,5 +69,7 @@ int main(int argc, char** argv) {
   worker.stop();
   fmt::print("{} one-step runs completed in {:.2f} s: {:.0f} runs/s, RSS {:.1f} MiB\n", n, secs,
              n / secs, bench::rss_mib());
+  // Claim, run, record and complete n started runs (the starts are not in it).
+  bench::result_line("engine_complete", n / secs, 0, {}, bench::rss_mib(), footprint.end(**db, n));
   return 0;
 }

@@ -66,6 +66,8 @@ std::atomic<long long> ingest_calls{0};
 // The latency samples of the case that ran last (for its RESULT line).
 std::vector<double> last_latencies;
 double last_peak_rss = 0;
+// The footprint of the case that ran last (WAL, rows, CPU per record).
+bench::Figures last_figures;
 
 // Executions in PostgreSQL started from `topic` (workflow ids "<topic>-<i>").
 long long executions_of(store::Connection& db, const std::string& topic,
@@ -252,6 +254,7 @@ double raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& bro
       !r) {
     die(r.error().message);
   }
+  const auto footprint = bench::Footprint::begin(db);
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
   for (const auto& [k, v] : std::map<std::string, std::string>{{"bootstrap.servers", bootstrap},
@@ -316,6 +319,7 @@ double raw_ceiling(const std::string& bootstrap, kafka::testing::TestBroker& bro
   if (copied < static_cast<size_t>(n)) die("raw consumer did not finish in time");
   const double secs = std::chrono::duration<double>(SteadyClock::now() - *t0).count();
   consumer->close();
+  last_figures = footprint.end(db, copied);
   print_row("raw ceiling: consume + COPY 500 + commitSync", copied, secs, copy_us);
   (void)db.exec("DROP TABLE bench_kafka_raw");  // best effort: leave nothing behind
   last_latencies = copy_us;
@@ -335,6 +339,7 @@ double drain(const std::string& bootstrap, kafka::testing::TestBroker& broker,
   fill(bootstrap, topic, n);
   std::unique_ptr<engine::Worker> worker;
   const long long calls_before = ingest_calls.load();
+  const auto footprint = bench::Footprint::begin(db);
   if (complete) {
     worker = std::make_unique<engine::Worker>(engine, engine::WorkerConfig{.concurrency = 32});
     worker->start();
@@ -385,6 +390,7 @@ double drain(const std::string& bootstrap, kafka::testing::TestBroker& broker,
     if (committed != end) std::this_thread::sleep_for(20ms);  // polling the broker
   }
   if (committed != end) die("the group's commit does not cover every record");
+  last_figures = footprint.end(db, n);
   auto lat = metrics->observations(metrics::kConnectorDispatchSeconds, {{"source", topic}});
   for (auto& v : lat) v *= 1e6;
   print_row(fmt::format("harvest mif {:>2}, max_buffered {:>6}{}", max_in_flight,
@@ -482,7 +488,8 @@ int main(int argc, char** argv) {
     // One process per backlog run, so its peak RSS is this case's alone.
     const double rate = drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, false,
                               "bench-backlog");
-    bench::result_line("kafka_backlog_1m", rate, 0, last_latencies, bench::peak_rss_mib());
+    bench::result_line("kafka_backlog_1m", rate, 0, last_latencies, bench::peak_rss_mib(),
+                       last_figures);
     return 0;
   }
   if (const char* only = std::getenv("BENCH_ONLY"); only && *only) {
@@ -491,28 +498,33 @@ int main(int argc, char** argv) {
     const double rate =
         drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, complete);
     bench::result_line(complete ? "kafka_complete" : "kafka_start", rate, 0, last_latencies,
-                       last_peak_rss);
+                       last_peak_rss, last_figures);
     return 0;
   }
   const double ceiling = raw_ceiling(bootstrap, **broker, **db, run, n);
   const auto ceiling_lat = last_latencies;
+  const auto ceiling_figures = last_figures;
   // The completed case runs first: its worker would otherwise also run every
   // execution the start-only cases left pending.
   const double complete =
       drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, /*complete=*/true);
   const auto complete_lat = last_latencies;
   const double complete_rss = last_peak_rss;
+  const auto complete_figures = last_figures;
   const double start = drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt);
   const auto start_lat = last_latencies;
   const double start_rss = last_peak_rss;
+  const auto start_figures = last_figures;
   (void)drain(bootstrap, **broker, **engine, **db, run, n, 64, std::nullopt);
   fixed_rate(bootstrap, **broker, **engine, run, 500, 10);
   fmt::print(
       "latency columns: raw = one COPY of 500 + commitSync; harvest mif rows = dispatch (map -> "
       "durable start committed), max_in_flight, max_batch 256, * = KafkaSource default; fixed "
       "rate = produce call -> offset commit of a covering prefix sent\n");
-  bench::result_line("kafka_ceiling", ceiling, ceiling, ceiling_lat, bench::rss_mib());
-  bench::result_line("kafka_start", start, ceiling, start_lat, start_rss);
-  bench::result_line("kafka_complete", complete, ceiling, complete_lat, complete_rss);
+  bench::result_line("kafka_ceiling", ceiling, ceiling, ceiling_lat, bench::rss_mib(),
+                     ceiling_figures);
+  bench::result_line("kafka_start", start, ceiling, start_lat, start_rss, start_figures);
+  bench::result_line("kafka_complete", complete, ceiling, complete_lat, complete_rss,
+                     complete_figures);
   return 0;
 }

@@ -159,6 +159,12 @@ int main(int argc, char** argv) {
                         ConnectorRuntimeConfig{.max_batch = max_batch});
     rt.with_dead_letter_sink(std::make_shared<RecordingDeadLetterSink>());
     size_t acked = 0;
+    auto pg = store::Connection::open((*engine)->database_url());
+    if (!pg) {
+      fmt::print(stderr, "{}\n", pg.error().describe());
+      return 1;
+    }
+    const auto footprint = bench::Footprint::begin(**pg);
     auto t0 = SteadyClock::now();
     while (acked < static_cast<size_t>(n)) {
       auto s = rt.run_once();
@@ -190,8 +196,10 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "executions in PostgreSQL do not match the {} messages\n", n);
       return 1;
     }
-    if (max_batch == 10 && ahead)
-      bench::result_line("sqs_start", acked / secs, loop_rate, lat, bench::rss_mib());
+    if (max_batch == 10 && ahead) {
+      bench::result_line("sqs_start", acked / secs, loop_rate, lat, bench::rss_mib(),
+                         footprint.end(**pg, acked));
+    }
     (void)(*client)->delete_queue(q->first);  // best effort, as above
   }
   return 0;

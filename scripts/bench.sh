@@ -3,9 +3,15 @@
 # Kafka and SQS server, runs every case, stops them, and ends its output with
 # one machine-readable line per case:
 #   RESULT case=<name> msgs_per_s=<x> ceiling_msgs_per_s=<y> ratio=<x/y> p50_ms=<> p99_ms=<> rss_mib=<>
+#          wal_bytes_per_msg=<> rows_per_msg=<> cpu_us_per_msg=<>
 # Cases: kafka_ceiling, kafka_start, kafka_complete, sqs_loop, sqs_start,
-# kafka_backlog_1m. Each verifies its own counts (executions in PostgreSQL,
-# committed offsets on the broker) and fails loudly when they are off.
+# engine_complete, kafka_backlog_1m. Each verifies its own counts (executions
+# in PostgreSQL, committed offsets on the broker) and fails loudly when they
+# are off. The last three figures (every case that writes to PostgreSQL) do
+# not move with the machine's load: WAL bytes (pg_current_wal_lsn), table
+# rows inserted + updated + deleted (pg_stat_user_tables) and CPU time of the
+# bench process plus every PostgreSQL process (/proc), each per message,
+# over the case (bench/support/footprint.hpp).
 #
 #   scripts/bench.sh [--durable-pg]
 # Env: N (records per Kafka case, default 20000), SQS_N (default 5000),

@@ -5,8 +5,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "footprint.hpp"
 
 namespace harvest::bench {
 
@@ -42,13 +45,20 @@ inline double peak_rss_mib() {
 
 // The machine-readable line scripts/bench.sh collects, one per case:
 // RESULT case=<name> msgs_per_s=<x> ceiling_msgs_per_s=<y> ratio=<x/y> ...
+// [wal_bytes_per_msg=<> rows_per_msg=<> cpu_us_per_msg=<>] (with `figures`).
 inline void result_line(const std::string& name, double msgs_per_s, double ceiling,
-                        const std::vector<double>& lat_us, double rss) {
+                        const std::vector<double>& lat_us, double rss,
+                        const std::optional<Figures>& figures = std::nullopt) {
   std::printf(
       "RESULT case=%s msgs_per_s=%.0f ceiling_msgs_per_s=%.0f ratio=%.3f p50_ms=%.2f "
-      "p99_ms=%.2f rss_mib=%.1f\n",
+      "p99_ms=%.2f rss_mib=%.1f",
       name.c_str(), msgs_per_s, ceiling, ceiling > 0 ? msgs_per_s / ceiling : 0.0,
       percentile_ms(lat_us, 0.5), percentile_ms(lat_us, 0.99), rss);
+  if (figures) {
+    std::printf(" wal_bytes_per_msg=%.0f rows_per_msg=%.2f cpu_us_per_msg=%.1f",
+                figures->wal_bytes_per_msg, figures->rows_per_msg, figures->cpu_us_per_msg);
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 
