@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "kafka_connector_fixture.hpp"
 #include <harvest/common/log.hpp>
@@ -88,6 +89,35 @@ class KafkaStoreOutageTest : public KafkaConnectorTest {
     return private_count("SELECT count(*) FROM harvest_workflow_executions");
   }
 
+  // Where the records that have no execution went: each one's coordinates,
+  // the dead letters on the private store, and the group's commits.
+  std::string diagnose(const Produced& produced, const std::string& group,
+                       const std::string& topic) {
+    std::string out;
+    auto conn = store::Connection::open(private_url_);
+    if (!conn) return "the private store does not answer";
+    std::set<std::string> started;
+    if (auto r =
+            (*conn)->exec("SELECT input->>'order_id' AS id FROM harvest_workflow_executions")) {
+      for (int i = 0; i < r->rows(); ++i) started.insert(r->get(i, "id"));
+    }
+    for (const auto& [id, ref] : produced.refs) {
+      if (!started.contains(id)) out += fmt::format("no execution for {} ({})\n", id, ref);
+    }
+    if (auto r = (*conn)->exec("SELECT coordinates, reason, left(detail, 300) AS detail FROM "
+                               "harvest_connector_dead_letters ORDER BY coordinates")) {
+      for (int i = 0; i < r->rows(); ++i) {
+        out += fmt::format("dead letter {}: {}: {}\n", r->get(i, "coordinates"),
+                           r->get(i, "reason"), r->get(i, "detail"));
+      }
+    }
+    for (const auto& [partition, offset] : committed(group, topic)) {
+      out += fmt::format("partition {} committed {} of {}\n", partition, offset,
+                         produced.end.count(partition) ? produced.end.at(partition) : -1);
+    }
+    return out;
+  }
+
   fs::path dir_;
   store::DevClusterConfig cluster_;
   std::string private_url_;
@@ -135,7 +165,8 @@ TEST_F(KafkaStoreOutageTest, a_postgres_crash_mid_stream_resumes_within_10s_with
   const auto budget = 10s * harvest::testing::kSanitizerSlowdown;
   ASSERT_TRUE(eventually([&] { return private_executions() == total; }, budget))
       << "not resumed within " << budget.count()
-      << " s of the store coming back: " << private_executions() << " of " << total;
+      << " s of the store coming back: " << private_executions() << " of " << total << "\n"
+      << diagnose(produced, group, topic);
   const auto resumed = std::chrono::steady_clock::now() - back;
   EXPECT_EQ(await_committed(group, topic, produced.end), produced.end);
   app->stop();
