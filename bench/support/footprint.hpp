@@ -65,13 +65,14 @@ class Footprint {
     return r->get(0, 0);
   }
 
-  // Rows written so far. Backends publish their counters when idle, at most
-  // once a second, so this waits until two reads a second apart agree (at
-  // most 12 s).
+  // Rows written so far. Backends publish their counters once idle, at most
+  // once a second, so this first lets 2 s pass, then waits until two reads a
+  // second apart agree (at most 12 s more).
   static double settled_rows(store::Connection& db) {
     const std::string sql =
         "SELECT (coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0))::text "
         "FROM pg_stat_user_tables";
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the backends go idle and publish
     (void)db.exec("SELECT pg_stat_clear_snapshot()");
     double last = std::stod(text(db, sql));
     for (int i = 0; i < 12; ++i) {
