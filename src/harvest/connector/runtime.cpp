@@ -134,6 +134,8 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
     return {Verdict::kRetry, "dead_letter_failed", false};
   }
   strikes_->reset(key);
+  log::warn("binding '{}': {} dead-lettered as {} after {} attempt(s): {}", binding_->name(),
+            letter.coordinates, reason, attempts, detail);
   return {Verdict::kDeadLettered, reason, false};
 }
 
