@@ -39,7 +39,9 @@ int main(int argc, char** argv) {
   auto db = store::Connection::open((*engine)->database_url());
   if (!db) return 1;
   (void)(*db)->exec(
-      "DELETE FROM harvest_workflow_executions WHERE workflow_name = 'bench_complete'");
+      "WITH gone AS (DELETE FROM harvest_workflow_executions WHERE workflow_name = "
+      "'bench_complete' RETURNING id) "
+      "DELETE FROM harvest_workflow_events WHERE execution_id IN (SELECT id FROM gone)");
   for (int i = 0; i < n; i += 256) {
     std::vector<StartRequest> batch;
     for (int j = i; j < std::min(n, i + 256); ++j) {

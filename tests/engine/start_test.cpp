@@ -67,10 +67,17 @@ TEST_F(StartTest, start_commits_execution_row_and_started_event) {
                    "'pending' AND start_source = 'api'",
                    {r->execution_id}),
             1);
-  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events WHERE execution_id = $1 AND "
-                   "kind = 'WorkflowStarted'",
+  // One row per start (schema v2): no event row; history shows the start
+  // from the execution row.
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events WHERE execution_id = $1",
                    {r->execution_id}),
-            1);
+            0);
+  auto view = engine->get_execution(*r->execution_id);
+  ASSERT_TRUE(view) << view.error().message;
+  ASSERT_EQ(view->history.size(), 1u);
+  EXPECT_EQ(view->history[0].kind, "WorkflowStarted");
+  EXPECT_EQ(view->history[0].name, "fulfil_order");
+  EXPECT_EQ(view->history[0].payload["start_source"], "api");
 }
 
 TEST_F(StartTest, keyed_start_replays_inside_window_and_starts_anew_after_expiry_and_purge) {
@@ -282,8 +289,7 @@ TEST_F(StartTest, a_mixed_batch_gives_each_item_its_single_start_outcome) {
   // Exactly the runs a single start of each would have created: two before,
   // three fresh now (0, 8, 9); the key on the named run points at it.
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 5);
-  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events WHERE kind = 'WorkflowStarted'"),
-            5);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events"), 0);
   EXPECT_EQ(text("SELECT execution_id::text FROM harvest_start_idempotency WHERE "
                  "idempotency_key = 'k-on-named'"),
             *existing->execution_id);

@@ -467,7 +467,9 @@ TEST_F(RunTest, signal_with_start_starts_the_next_run_after_the_entity_run_close
 TEST_F(RunTest, a_signal_staged_as_the_entity_run_finishes_goes_to_its_next_run) {
   for (bool reject : {false, true}) {
     SCOPED_TRACE(reject ? "reject" : "allow_after_close");
-    ASSERT_TRUE(db().exec("DELETE FROM harvest_workflow_executions"));
+    ASSERT_TRUE(
+        db().exec_script("DELETE FROM harvest_signals; DELETE FROM harvest_workflow_events; "
+                         "DELETE FROM harvest_workflow_executions"));
     std::atomic<bool> late_sent{false};
     Engine* self = nullptr;
     auto reuse = reject ? WorkflowIdReuse::kReject : WorkflowIdReuse::kAllowAfterClose;

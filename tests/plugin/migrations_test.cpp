@@ -8,6 +8,7 @@
 #include <harvest/cli/cli.hpp>
 #include <harvest/common/ids.hpp>
 #include <harvest/common/log.hpp>
+#include <harvest/engine/worker.hpp>
 #include <harvest/plugin/migrations.hpp>
 
 namespace harvest {
@@ -156,6 +157,152 @@ TEST_F(MigrationsTest, harvest_migrate_applies_every_set_to_the_harvest_database
   ASSERT_TRUE(none);
   EXPECT_EQ(none->get(0, 0), "0") << "nothing lands in the application's database";
   (void)(*admin)->exec("DROP DATABASE IF EXISTS " + app_db + " WITH (FORCE)");
+}
+
+// Issue 35: schema v2 upgrades a populated v1 database in place. Runs in
+// every state, written as the v1 engine wrote them (a WorkflowStarted event
+// row per run, the output copied into WorkflowCompleted, foreign keys), are
+// migrated, then resumed, signalled, replayed and purged by this engine; a
+// start after the upgrade writes one row.
+TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on) {
+  auto sets = plugin::all_migration_sets();
+  auto v1 = sets;
+  for (auto& set : v1) {
+    if (set.name != "engine") continue;
+    std::erase_if(set.migrations, [](const store::Migration& m) { return m.version >= 11; });
+  }
+  auto applied = store::apply_migrations(*conn_, v1);
+  ASSERT_TRUE(applied) << applied.error().message;
+  const std::string id = "00000000-0000-4000-8000-0000000000";
+  ASSERT_TRUE(conn_->exec_script(fmt::format(
+      "INSERT INTO harvest_workflow_executions (id, workflow_name, workflow_id, status, input, "
+      "output, error, start_source, attempt, run_after, lease_owner, lease_expires_at, "
+      "completed_at) VALUES "
+      "('{0}01', 'legacy', 'pending', 'pending', '{{\"n\": 1}}', NULL, NULL, 'api', 1, now(), "
+      " NULL, NULL, NULL), "
+      "('{0}02', 'legacy', 'running', 'running', '{{\"n\": 2}}', NULL, NULL, 'api', 1, now(), "
+      " 'a-worker-that-died', now() - interval '1 minute', NULL), "
+      "('{0}03', 'legacy', 'waiting', 'waiting', '{{\"n\": 3, \"wait\": true}}', NULL, NULL, "
+      " 'api', 1, now() + interval '1 hour', NULL, NULL, NULL), "
+      "('{0}04', 'legacy', 'completed', 'completed', '{{\"n\": 4}}', '{{\"done\": 8}}', NULL, "
+      " 'api', 1, now(), NULL, NULL, now() - interval '1 hour'), "
+      "('{0}05', 'legacy', 'failed', 'failed', '{{\"n\": 5}}', NULL, 'boom', 'api', 3, now(), "
+      " NULL, NULL, now() - interval '1 hour'), "
+      "('{0}06', 'legacy', 'cancelled', 'cancelled', '{{\"n\": 6}}', NULL, NULL, 'api', 1, "
+      " now(), NULL, NULL, now() - interval '1 hour'); "
+      "INSERT INTO harvest_workflow_events (execution_id, op_seq, kind, name, payload) "
+      "SELECT id, NULL, 'WorkflowStarted', 'legacy', jsonb_build_object('start_source', 'api', "
+      " 'start_source_ref', NULL) FROM harvest_workflow_executions; "
+      "INSERT INTO harvest_workflow_events (execution_id, op_seq, kind, name, payload) VALUES "
+      "('{0}02', 0, 'StepCompleted', 'double', '99'), "
+      "('{0}04', 0, 'StepCompleted', 'double', '8'), "
+      "('{0}04', NULL, 'WorkflowCompleted', NULL, '{{\"done\": 8}}'), "
+      "('{0}05', NULL, 'WorkflowFailed', NULL, '\"boom\"'); "
+      "INSERT INTO harvest_engine_dead_letters (execution_id, workflow_name, workflow_id, error, "
+      " attempts) VALUES ('{0}05', 'legacy', 'failed', 'boom', 3);",
+      id)));
+
+  applied = store::apply_migrations(*conn_, sets);
+  ASSERT_TRUE(applied) << applied.error().message;
+  ASSERT_EQ(applied->size(), 1u);
+  EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
+  EXPECT_EQ(count("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN "
+                  "('harvest_workflow_events'::regclass, 'harvest_signals'::regclass, "
+                  "'harvest_engine_dead_letters'::regclass, 'harvest_batch_items'::regclass)"),
+            0)
+      << "no foreign-key trigger on a hot-path insert";
+
+  std::atomic<int> doubled{0};
+  engine::WorkflowRegistry workflows;
+  workflows.add("legacy", [&](engine::WorkflowContext& ctx, Json in) {
+    const int v = ctx.step("double", [&] {
+      ++doubled;
+      return in["n"].get<int>() * 2;
+    });
+    Json out{{"done", v}};
+    if (in.value("wait", false))
+      out["go"] = ctx.wait_signal("go", std::chrono::seconds(30)).value();
+    return out;
+  });
+  engine::EngineConfig config;
+  config.database_url = url_;
+  config.retention.with_max_age(std::chrono::seconds(0));
+  auto opened = engine::Engine::open(config, std::move(workflows));
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto& engine = **opened;
+
+  auto signalled = engine.signal(
+      {.target = {.execution_id = id + "03"}, .name = "go", .payload = Json{{"k", 1}}});
+  ASSERT_TRUE(signalled) << signalled.error().message;
+  ASSERT_TRUE(engine.replay_dead_letter(id + "05"));
+  auto fresh =
+      engine.start({.workflow = "legacy", .workflow_id = "after", .input = Json{{"n", 7}}});
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_workflow_events WHERE execution_id = "
+                              "'{}'",
+                              *fresh->execution_id)),
+            0)
+      << "a v2 start is one row";
+
+  engine::Worker worker(engine, {.concurrency = 1});
+  for (int i = 0; i < 5; ++i) {
+    auto ran = worker.run_one();
+    ASSERT_TRUE(ran && *ran) << "run " << i;
+  }
+  auto ran = worker.run_one();
+  ASSERT_TRUE(ran);
+  EXPECT_FALSE(*ran) << "nothing else is runnable";
+  EXPECT_EQ(doubled.load(), 4) << "the step the dead worker recorded is replayed, not re-run";
+
+  auto view = [&](const std::string& execution) {
+    auto v = engine.get_execution(execution);
+    EXPECT_TRUE(v) << execution;
+    return v ? *v : engine::ExecutionView{};
+  };
+  auto kinds = [](const engine::ExecutionView& v) {
+    std::vector<std::string> out;
+    for (const auto& h : v.history) out.push_back(h.kind);
+    return out;
+  };
+  const auto running = view(id + "02");
+  EXPECT_EQ(running.status, "completed");
+  EXPECT_EQ(running.output, (Json{{"done", 99}}));
+  EXPECT_EQ(kinds(running),
+            (std::vector<std::string>{"WorkflowStarted", "StepCompleted", "WorkflowCompleted"}));
+  EXPECT_NE(running.history.front().id, 0) << "the v1 event row, not a second one";
+  EXPECT_EQ(running.history.back().payload, (Json{{"done", 99}}));
+  const auto waiting = view(id + "03");
+  EXPECT_EQ(waiting.output, (Json{{"done", 6}, {"go", {{"k", 1}}}}));
+  const auto completed = view(id + "04");
+  EXPECT_EQ(kinds(completed),
+            (std::vector<std::string>{"WorkflowStarted", "StepCompleted", "WorkflowCompleted"}));
+  EXPECT_EQ(completed.history.back().payload, (Json{{"done", 8}}));
+  const auto replayed = view(id + "05");
+  EXPECT_EQ(replayed.status, "completed");
+  EXPECT_EQ(replayed.output, (Json{{"done", 10}}));
+  EXPECT_EQ(view(id + "01").output, (Json{{"done", 2}}));
+  const auto after = view(*fresh->execution_id);
+  EXPECT_EQ(kinds(after),
+            (std::vector<std::string>{"WorkflowStarted", "StepCompleted", "WorkflowCompleted"}));
+  EXPECT_EQ(after.history.front().id, 0) << "shown from the row";
+  EXPECT_EQ(after.history.front().payload,
+            (Json{{"start_source", "client"}, {"start_source_ref", nullptr}}));
+  EXPECT_EQ(after.history.back().payload, (Json{{"done", 14}}));
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_workflow_events WHERE execution_id = "
+                              "'{}' AND kind = 'WorkflowCompleted' AND payload IS NULL",
+                              *fresh->execution_id)),
+            1)
+      << "the output is stored once, on the row";
+
+  // Retention takes every closed run and everything that hung off it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto purged = engine.purge();
+  ASSERT_TRUE(purged) << purged.error().message;
+  EXPECT_EQ(*purged, 7);
+  for (const char* table : {"harvest_workflow_executions", "harvest_workflow_events",
+                            "harvest_signals", "harvest_engine_dead_letters"}) {
+    EXPECT_EQ(count(fmt::format("SELECT count(*) FROM {}", table)), 0) << table;
+  }
 }
 
 }  // namespace

@@ -37,8 +37,8 @@ namespace harvest::engine {
 // harvest_workflow_executions ($1 = execution id, $2 = lease token).
 inline constexpr const char* kRunFence = "id = $1 AND lease_owner = $2 AND status = 'running'";
 
-// One execution to create: the row, its WorkflowStarted event and (when
-// `idempotency_key` is set) its start-idempotency claim.
+// One execution to create: the row (which is its WorkflowStarted event too)
+// and, when `idempotency_key` is set, its start-idempotency claim.
 struct NewExecution {
   std::string id;  // a fresh uuid (becomes the execution id if this start creates it)
   std::string workflow;
@@ -157,7 +157,7 @@ class ExecutionStore {
   // the same transaction, so other processes' workers wake as it commits.
   [[nodiscard]] Result<std::vector<Result<StoredStart>>> start_batch(
       std::span<const NewExecution> items, std::chrono::seconds window, bool notify);
-  // Inserts one execution with its WorkflowStarted event (no claim), inside
+  // Inserts one execution row (no claim, no event), inside
   // whatever transaction the connection is in. std::nullopt: its workflow_id
   // already names a run.
   [[nodiscard]] Result<std::optional<std::string>> insert(const NewExecution& e);

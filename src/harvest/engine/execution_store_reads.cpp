@@ -2,6 +2,8 @@
 // letters, and retention's deletes.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <harvest/engine/execution_store.hpp>
 
 namespace harvest::engine {
@@ -55,8 +57,27 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
     if (!ev->is_null(i, "op_seq")) h.op_seq = static_cast<int>(ev->get_int(i, "op_seq"));
     h.kind = ev->get(i, "kind");
     h.name = ev->get_opt(i, "name");
-    if (auto p = ev->get_opt(i, "payload")) h.payload = Json::parse(*p);
+    if (auto p = ev->get_opt(i, "payload")) {
+      h.payload = Json::parse(*p);
+    } else if (h.kind == "WorkflowCompleted") {
+      h.payload = v.output;  // stored once, on the row
+    }
     v.history.push_back(std::move(h));
+  }
+  // A start writes no event row: the row is the start. Runs created before
+  // schema v2 (and an entity's carried-over run) still have one.
+  const bool started_row = std::any_of(v.history.begin(), v.history.end(),
+                                       [](const auto& h) { return h.kind == "WorkflowStarted"; });
+  if (!started_row) {
+    HistoryEvent h{.id = 0,
+                   .op_seq = std::nullopt,
+                   .kind = "WorkflowStarted",
+                   .name = v.workflow_name,
+                   .payload = Json::object()};
+    h.payload["start_source"] = v.start_source;
+    h.payload["start_source_ref"] = v.start_source_ref ? Json(*v.start_source_ref) : Json(nullptr);
+    if (auto t = r->get_opt(0, "start_trace")) h.payload["trace"] = Json::parse(*t);
+    v.history.insert(v.history.begin(), std::move(h));
   }
   return std::optional<ExecutionView>{std::move(v)};
 }
@@ -157,21 +178,25 @@ Status ExecutionStore::replay_dead_letter(const std::string& execution_id) {
 Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string>& workflow,
                                                  const std::vector<std::string>& except,
                                                  std::chrono::seconds age) {
-  // Events, signals and dead letters go with their execution (ON DELETE CASCADE).
-  auto r = workflow ? conn_.exec(
-                          "DELETE FROM harvest_workflow_executions WHERE workflow_name = $1 "
-                          "AND status IN " HARVEST_CLOSED_STATUSES
-                          " AND completed_at < now() - $2 * "
-                          "interval '1 second'",
-                          {*workflow, std::to_string(age.count())})
-                    : conn_.exec(
-                          "DELETE FROM harvest_workflow_executions WHERE workflow_name <> "
-                          "ALL($1::text[]) AND status IN " HARVEST_CLOSED_STATUSES
-                          " AND completed_at < "
-                          "now() - $2 * interval '1 second'",
-                          {text_array(except), std::to_string(age.count())});
+  // Events, signals, dead letters and fired batch items go with their
+  // execution, in the same statement (no foreign keys: schema v2).
+  constexpr const char* kPurge =
+      "WITH gone AS (DELETE FROM harvest_workflow_executions WHERE {} AND status "
+      "IN " HARVEST_CLOSED_STATUSES
+      " AND completed_at < now() - $2 * interval '1 second' RETURNING id), "
+      "events AS (DELETE FROM harvest_workflow_events WHERE execution_id IN "
+      "  (SELECT id FROM gone)), "
+      "signals AS (DELETE FROM harvest_signals WHERE execution_id IN (SELECT id FROM gone)), "
+      "letters AS (DELETE FROM harvest_engine_dead_letters WHERE execution_id IN "
+      "  (SELECT id FROM gone)), "
+      "items AS (DELETE FROM harvest_batch_items WHERE fired_execution IN (SELECT id FROM gone)) "
+      "SELECT count(*) AS purged FROM gone";
+  auto r = workflow ? conn_.exec(fmt::format(kPurge, "workflow_name = $1"),
+                                 {*workflow, std::to_string(age.count())})
+                    : conn_.exec(fmt::format(kPurge, "workflow_name <> ALL($1::text[])"),
+                                 {text_array(except), std::to_string(age.count())});
   if (!r) return fail(r.error());
-  return r->affected();
+  return r->get_int(0, "purged");
 }
 
 Result<long long> ExecutionStore::purge_expired_claims() {

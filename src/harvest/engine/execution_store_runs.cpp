@@ -276,8 +276,8 @@ Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& ou
       {fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
                    "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
                    "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
-                   "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-                   "SELECT id, 'WorkflowCompleted', $3::jsonb FROM done RETURNING execution_id",
+                   "INSERT INTO harvest_workflow_events (execution_id, kind) "
+                   "SELECT id, 'WorkflowCompleted' FROM done RETURNING execution_id",
                    kRunFence),
        {fence.execution_id, fence.lease, output.dump()},
        true,
@@ -325,9 +325,9 @@ constexpr const char* kCompleteBatch =
     "  output = i.output::jsonb, completed_at = now(), lease_owner = NULL, "
     "  lease_expires_at = NULL, updated_at = now() FROM items i "
     "  WHERE e.id = i.id AND e.lease_owner = i.lease AND e.status = 'running' "
-    "  RETURNING e.id, e.output) "
-    "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-    "SELECT id, 'WorkflowCompleted', output FROM done ORDER BY id RETURNING execution_id::text";
+    "  RETURNING e.id) "
+    "INSERT INTO harvest_workflow_events (execution_id, kind) "
+    "SELECT id, 'WorkflowCompleted' FROM done ORDER BY id RETURNING execution_id::text";
 
 Result<std::vector<bool>> ExecutionStore::write_batch(std::span<const RunWrite> writes) {
   std::vector<bool> out(writes.size(), false);

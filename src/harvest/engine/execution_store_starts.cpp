@@ -18,11 +18,6 @@ namespace {
 // hash joins over whole tables (a fresh database started ~20x slower). The
 // lookups are scalar subqueries on unique keys for the same reason: each is
 // one index probe per item whatever the statistics say.
-// The WorkflowStarted payload's trace member, for items that carry one.
-#define HARVEST_WITH_TRACE                                                                   \
-  "|| CASE WHEN f.trace IS NULL THEN jsonb_build_object() ELSE jsonb_build_object('trace', " \
-  "f.trace) END"
-
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "
     "max_attempts int, trace jsonb, ckey text";
@@ -54,8 +49,9 @@ Json item_json(size_t ord, const NewExecution& e) {
               {"ckey", e.concurrency_key ? Json(*e.concurrency_key) : Json(nullptr)}};
 }
 
-// Claims the keys, creates the executions whose key this batch now owns (or
-// that have none) and their WorkflowStarted events; returns the ids created.
+// Claims the keys and creates the executions whose key this batch now owns
+// (or that have none): one row each, no event (history shows WorkflowStarted
+// from the row); returns the ids created.
 // Inserts are ordered (by key, by workflow_id then batch position) so that
 // concurrent batches take index locks in one order, and the earliest item of
 // a workflow_id is the one that creates it.
@@ -75,11 +71,7 @@ constexpr const char* kStartBatch =
     "  max_attempts, start_trace, concurrency_key) "
     "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, ckey FROM fresh "
     "  ORDER BY wf, wid, ord "
-    "  ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id), "
-    "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
-    "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "
-    "  'start_source_ref', f.ref) " HARVEST_WITH_TRACE
-    " FROM fresh f JOIN inserted n ON n.id = f.id) "
+    "  ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id) "
     "SELECT id::text AS id FROM inserted";
 
 // Runs in the same transaction, with a fresh snapshot: a key whose claim
@@ -115,15 +107,11 @@ constexpr const char* kResolveBatch =
 constexpr const char* kNotify = "SELECT pg_notify('harvest_work', '')";
 
 constexpr const char* kInsertOne =
-    "WITH e AS (INSERT INTO harvest_workflow_executions "
+    "INSERT INTO harvest_workflow_executions "
     "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
     "max_attempts, start_trace, concurrency_key) "
     "VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7, $8::jsonb, $9) "
-    "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id) "
-    "INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
-    "SELECT id, 'WorkflowStarted', $2, jsonb_build_object('start_source', $5::text, "
-    "'start_source_ref', $6::text) || CASE WHEN $8::jsonb IS NULL THEN '{}'::jsonb "
-    "ELSE jsonb_build_object('trace', $8::jsonb) END FROM e RETURNING execution_id";
+    "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id";
 
 }  // namespace
 
@@ -262,11 +250,7 @@ constexpr const char* kEntityStart =
     "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, "
     "  COALESCE((SELECT max(x.run_no) FROM harvest_workflow_executions x "
     "   WHERE x.workflow_name = f.wf AND x.workflow_id = f.wid), 0) + 1, reuse, ckey FROM firsts f "
-    "  ORDER BY wf, wid ON CONFLICT DO NOTHING RETURNING id), "
-    "events AS (INSERT INTO harvest_workflow_events (execution_id, kind, name, payload) "
-    "  SELECT f.id, 'WorkflowStarted', f.wf, jsonb_build_object('start_source', f.source, "
-    "  'start_source_ref', f.ref) " HARVEST_WITH_TRACE
-    " FROM firsts f JOIN inserted n ON n.id = f.id) "
+    "  ORDER BY wf, wid ON CONFLICT DO NOTHING RETURNING id) "
     "SELECT id::text AS id FROM inserted";
 
 // With a fresh snapshot (the runs exist now, whoever created them): locks
@@ -307,7 +291,6 @@ constexpr const char* kEntitySignal =
     "ORDER BY i.ord";
 
 #undef HARVEST_DELIVERED_BEFORE
-#undef HARVEST_WITH_TRACE
 
 }  // namespace
 

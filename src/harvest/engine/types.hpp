@@ -271,7 +271,9 @@ struct EngineConfig {
 
 /// One entry of a run's recorded history, as `Engine::get_execution` returns it.
 struct HistoryEvent {
-  long long id;  ///< database id; history is ordered by it
+  /// Database id; history is ordered by it. 0 for the WorkflowStarted a start
+  /// implies: the execution row is the start, no event row is written.
+  long long id;
   /// Position of the durable operation in call order; unset for lifecycle
   /// events (WorkflowStarted, AttemptFailed, CancelRequested, ...).
   std::optional<int> op_seq;
