@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang-format
-  libpq-dev postgresql
+  libpq-dev postgresql pgbouncer
   librdkafka-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev
   prometheus-cpp-dev libcli11-dev libcpp-httplib-dev libboost-dev

@@ -33,6 +33,17 @@ start_pg "$PG_DIR" "$PG_PORT"
 export HARVEST_TEST_DATABASE_URL="postgresql://harvest@127.0.0.1:$PG_PORT/postgres"
 echo "test: PostgreSQL on 127.0.0.1:$PG_PORT"
 
+# PgBouncer in transaction pooling in front of it, for the tests that run
+# harvest through a pooler (label pooler).
+if ctest --test-dir "build/$PRESET" -N -L pooler 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
+  export HARVEST_PG_PORT="$PG_PORT"
+  export HARVEST_PGBOUNCER_PORT="${HARVEST_PGBOUNCER_PORT:-$(free_port 16432)}"
+  STARTED_SERVICES+=(pgbouncer)
+  eval "$(scripts/services/pgbouncer.sh start)"
+  export HARVEST_TEST_PGBOUNCER_URL="postgresql://harvest@127.0.0.1:$PGBOUNCER_PORT/postgres"
+  echo "test: PgBouncer (transaction pooling) on 127.0.0.1:$PGBOUNCER_PORT"
+fi
+
 # Broker services, started only when this build has tests that use them.
 if ctest --test-dir "build/$PRESET" -N -L kafka 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
   export HARVEST_KAFKA_PORT="${HARVEST_KAFKA_PORT:-$(free_port 19092)}"

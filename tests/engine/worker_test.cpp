@@ -31,6 +31,34 @@ class RunTest : public testing::PgTest {
   }
 };
 
+// Issue 35 item 3: a worker that names no concurrency is sized for runs that
+// mostly wait — 8 run threads per hardware thread, 16 to 256 — or takes
+// $HARVEST_WORKER_CONCURRENCY; an explicit value wins over both.
+TEST(WorkerSizing, the_default_is_eight_per_hardware_thread_from_16_to_256) {
+  EXPECT_EQ(Worker::default_concurrency(0), 16);  // unknown: as one
+  EXPECT_EQ(Worker::default_concurrency(1), 16);
+  EXPECT_EQ(Worker::default_concurrency(2), 16);
+  EXPECT_EQ(Worker::default_concurrency(4), 32);
+  EXPECT_EQ(Worker::default_concurrency(16), 128);
+  EXPECT_EQ(Worker::default_concurrency(64), 256);
+  EXPECT_EQ(WorkerConfig{}.concurrency, 0) << "unset means sized by the worker";
+}
+
+TEST_F(RunTest, a_worker_naming_no_concurrency_takes_the_environment_or_the_default) {
+  auto engine = open_engine(WorkflowRegistry{});
+  const int sized = Worker::default_concurrency(std::thread::hardware_concurrency());
+  ::unsetenv("HARVEST_WORKER_CONCURRENCY");
+  EXPECT_EQ(Worker(*engine).concurrency(), sized);
+  ::setenv("HARVEST_WORKER_CONCURRENCY", "7", 1);
+  EXPECT_EQ(Worker(*engine).concurrency(), 7);
+  EXPECT_EQ(Worker(*engine, {.concurrency = 3}).concurrency(), 3) << "explicit wins";
+  for (const char* bad : {"many", "0", "-2", "7x", "100000"}) {
+    ::setenv("HARVEST_WORKER_CONCURRENCY", bad, 1);
+    EXPECT_EQ(Worker(*engine).concurrency(), sized) << bad;
+  }
+  ::unsetenv("HARVEST_WORKER_CONCURRENCY");
+}
+
 TEST_F(RunTest, steps_run_once_and_the_output_is_recorded) {
   std::atomic<int> side_effects{0};
   WorkflowRegistry r;

@@ -41,6 +41,15 @@ Result<Resolved> resolve_databases(EngineConfig& config) {
   config.database_url = env_or(config.database_url, "HARVEST_DATABASE_URL");
   config.instance_id = env_or(config.instance_id, "HARVEST_INSTANCE_ID");
   if (config.shard_urls.empty()) config.shard_urls = split_list(env_or("", "HARVEST_SHARD_URLS"));
+  config.pooler = env_or(config.pooler, "HARVEST_DATABASE_POOLER");
+  if (config.pooler != "" && config.pooler != "none" && config.pooler != "transaction") {
+    return fail(Error::config(fmt::format(
+        "pooler '{}' (EngineConfig::pooler or HARVEST_DATABASE_POOLER) is not one of: none, "
+        "transaction",
+        to_valid_utf8(config.pooler.substr(0, 64)))));
+  }
+  if (config.listen_urls.empty())
+    config.listen_urls = split_list(env_or("", "HARVEST_LISTEN_URLS"));
   if (!config.shard_urls.empty()) return Resolved{config.shard_urls, DeploymentMode::kSplit};
   if (!config.harvest_database_url.empty()) {
     return Resolved{{config.harvest_database_url}, DeploymentMode::kSplit};
@@ -114,8 +123,8 @@ Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std:
       work_(std::make_unique<WorkSignal>()) {
   if (!config_.metrics) config_.metrics = std::make_shared<metrics::NoopMetrics>();
   for (auto& url : urls) {
-    auto pool = std::make_unique<store::Pool>(
-        store::PoolConfig{url, config_.pool_size, config_.pool_acquire_timeout});
+    auto pool = std::make_unique<store::Pool>(store::PoolConfig{
+        url, config_.pool_size, config_.pool_acquire_timeout, config_.pooler == "transaction"});
     shards_.push_back(Shard{std::move(url), std::move(pool)});
   }
 }
@@ -134,6 +143,13 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
                                              std::vector<store::MigrationSet> plugin_migrations) {
   auto resolved = resolve_databases(config);
   if (!resolved) return fail(resolved.error());
+  if (config.pooler == "transaction" && !config.listen_urls.empty() &&
+      config.listen_urls.size() != resolved->urls.size()) {
+    return fail(Error::config(fmt::format(
+        "{} listen URLs (EngineConfig::listen_urls or HARVEST_LISTEN_URLS) for {} shard(s): give "
+        "one direct URL per shard, in shard order, or none to poll",
+        config.listen_urls.size(), resolved->urls.size())));
+  }
   const bool dev = config.profile == "dev";
   std::unique_ptr<Engine> engine(new Engine(std::move(config), std::move(workflows),
                                             std::move(resolved->urls), resolved->mode));
@@ -223,6 +239,11 @@ void Engine::record_start(const std::string& workflow, const Result<StartOutcome
       r ? std::string(to_string(r->kind)) : (should_retry(r.error()) ? "transient" : "rejected");
   config_.metrics->increment(metrics::kEngineStarts,
                              {{"workflow", workflow_label(workflow)}, {"outcome", outcome}});
+}
+
+std::vector<std::string> Engine::listen_urls() const {
+  if (config_.pooler != "transaction") return shard_urls();
+  return config_.listen_urls;
 }
 
 std::vector<std::string> Engine::shard_urls() const {

@@ -207,6 +207,10 @@ class Engine {
   [[nodiscard]] WorkSignal& work_signal();
   /// Every shard's connection URL, in shard order (may carry passwords).
   [[nodiscard]] std::vector<std::string> shard_urls() const;
+  /// The URLs workers LISTEN on for other processes' starts, in shard order:
+  /// the shard URLs, or behind a transaction pooler EngineConfig::listen_urls
+  /// (empty: none, idle workers poll).
+  [[nodiscard]] std::vector<std::string> listen_urls() const;
   /// The metric label for a workflow name: the name when registered, else
   /// "unknown" (labels never grow with what callers send).
   [[nodiscard]] std::string workflow_label(std::string_view workflow) const;

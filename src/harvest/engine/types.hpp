@@ -248,6 +248,21 @@ struct EngineConfig {
   /// Extra shards (ENG-15): when set, these URLs are the shards, in order, and
   /// the URLs above are ignored. Default: $HARVEST_SHARD_URLS (comma-separated).
   std::vector<std::string> shard_urls;
+  /// How the shards are reached: "" or "none" directly (or through a pooler in
+  /// session mode); "transaction" through a pooler in transaction mode
+  /// (PgBouncer `pool_mode = transaction`, RDS Proxy), which may run each
+  /// transaction on another server session: harvest then keeps nothing on a
+  /// session — no named prepared statements, no session settings, no
+  /// session locks — and LISTENs only on `listen_urls`. Other values are
+  /// refused at open. Default: $HARVEST_DATABASE_POOLER.
+  std::string pooler;
+  /// Direct URLs (not through the pooler), one per shard in shard order, on
+  /// which workers LISTEN for other processes' starts when `pooler` is
+  /// "transaction" (LISTEN does not survive transaction pooling). Empty:
+  /// idle workers find such starts by polling (WorkerConfig::poll_interval).
+  /// Ignored without a transaction pooler, where the shard URLs are used.
+  /// Default: $HARVEST_LISTEN_URLS (comma-separated).
+  std::vector<std::string> listen_urls;
   /// Connections per shard.
   size_t pool_size = 16;
   /// Longest wait for a free connection before a call fails with a transient

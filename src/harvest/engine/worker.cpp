@@ -1,5 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <list>
 #include <optional>
 #include <set>
@@ -49,6 +52,22 @@ Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(s
         instance.empty() ? process_identity() : instance + "@" + new_uuid().substr(0, 8);
   }
   if (!instance.empty()) own_prefix_ = instance + "@";
+  if (config_.concurrency == 0) {
+    config_.concurrency = default_concurrency(std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("HARVEST_WORKER_CONCURRENCY"); env && *env) {
+      int n = 0;
+      const std::string_view text(env);
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (ec == std::errc() && end == text.data() + text.size() && n >= 1 && n <= 4096) {
+        config_.concurrency = n;
+      } else {
+        log::warn(
+            "HARVEST_WORKER_CONCURRENCY '{}' is not a number from 1 to 4096; running {} "
+            "run threads",
+            text.substr(0, 32), config_.concurrency);
+      }
+    }
+  }
   if (config_.concurrency < 1) config_.concurrency = 1;
   if (config_.claim_batch == 0) config_.claim_batch = 2 * static_cast<size_t>(config_.concurrency);
   for (size_t shard = 0; shard < engine_.shard_count(); ++shard) {
@@ -62,15 +81,25 @@ Worker::Worker(Engine& engine, WorkerConfig config) : engine_(engine), config_(s
   }
 }
 
+int Worker::default_concurrency(unsigned hardware_threads) {
+  return static_cast<int>(std::clamp(8u * std::max(1u, hardware_threads), 16u, 256u));
+}
+
 Worker::~Worker() {
   stop();
 }
 
 void Worker::start() {
   if (!threads_.empty()) return;
-  if (config_.listen) {
-    listener_ = std::make_unique<WorkListener>(engine_.shard_urls(), engine_.work_signal());
+  if (auto urls = engine_.listen_urls(); config_.listen && !urls.empty()) {
+    listener_ = std::make_unique<WorkListener>(std::move(urls), engine_.work_signal());
     listener_->start();
+  } else if (config_.listen) {
+    log::info(
+        "behind a transaction pooler with no listen URLs: idle workers find other processes' "
+        "starts by polling every {} ms (set HARVEST_LISTEN_URLS to direct URLs to be woken at "
+        "once)",
+        config_.poll_interval.count());
   }
   for (int i = 0; i < config_.concurrency; ++i) {
     threads_.emplace_back([this](std::stop_token st) { run_loop(st); });

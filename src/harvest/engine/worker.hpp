@@ -45,8 +45,11 @@ class WorkListener;
 /// Tuning of a Worker; the defaults suit most deployments. Copied by the
 /// worker at construction.
 struct WorkerConfig {
-  /// Runs executed at once. Default 4.
-  int concurrency = 4;
+  /// Runs executed at once. 0 (the default): $HARVEST_WORKER_CONCURRENCY
+  /// when set, else Worker::default_concurrency() — sized for runs that
+  /// mostly wait (on PostgreSQL, on the services their steps call), not for
+  /// CPU-bound ones, which want about one per core.
+  int concurrency = 0;
   /// How long a claimed run stays ours without renewal; a crashed worker's runs
   /// are resumed elsewhere this long after its last renewal. Default 30 s.
   std::chrono::milliseconds lease{30000};
@@ -94,6 +97,14 @@ class Worker {
   /// The lease owner name this worker claims under (WorkerConfig::owner, or
   /// the generated one).
   [[nodiscard]] const std::string& owner() const { return config_.owner; }
+  /// The run threads this worker runs (WorkerConfig::concurrency resolved).
+  [[nodiscard]] int concurrency() const { return config_.concurrency; }
+  /// The run threads of a worker that names none: 8 per hardware thread, at
+  /// least 16, at most 256. A run thread holds no connection while its
+  /// workflow runs (each durable operation borrows one and the history
+  /// writer batches them), so threads waiting on I/O cost a stack, not a
+  /// PostgreSQL backend.
+  [[nodiscard]] static int default_concurrency(unsigned hardware_threads);
 
  private:
   struct Claimed;  // a claimed run and its shard (worker.cpp)

@@ -56,16 +56,24 @@ Result<std::vector<PendingMigration>> pending_migrations(Connection& conn,
 
 Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
                                                        const std::vector<MigrationSet>& sets) {
-  if (auto r = conn.exec(fmt::format("SELECT pg_advisory_lock({})", kLockKey)); !r) {
-    return fail(r.error());
-  }
-  auto unlock = [&] { (void)conn.exec(fmt::format("SELECT pg_advisory_unlock({})", kLockKey)); };
+  // Each migration commits in its own transaction, which first takes a
+  // transaction-scoped lock and re-reads the ledger: concurrent migrators
+  // apply each migration once, and no lock outlives its transaction — a
+  // session lock taken through a pooler in transaction mode would stay on
+  // whichever server session it landed on.
   std::vector<PendingMigration> done_now;
   auto result = [&]() -> Status {
-    if (auto r = conn.exec(kLedgerDdl); !r) return fail(r.error());
-    auto pending = pending_migrations(conn, sets);
-    if (!pending) return fail(pending.error());
-    for (const auto& p : *pending) {
+    while (true) {
+      auto tx = Transaction::begin(conn);
+      if (!tx) return fail(tx.error());
+      if (auto r = conn.exec(fmt::format("SELECT pg_advisory_xact_lock({})", kLockKey)); !r) {
+        return fail(r.error());
+      }
+      if (auto r = conn.exec(kLedgerDdl); !r) return fail(r.error());
+      auto pending = pending_migrations(conn, sets);
+      if (!pending) return fail(pending.error());
+      if (pending->empty()) return tx->commit();
+      const PendingMigration& p = pending->front();
       const Migration* m = nullptr;
       for (const auto& set : sets) {
         if (set.name != p.set_name) continue;
@@ -73,8 +81,6 @@ Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
           if (candidate.version == p.version) m = &candidate;
         }
       }
-      auto tx = Transaction::begin(conn);
-      if (!tx) return fail(tx.error());
       if (auto r = conn.exec_script(m->sql); !r) {
         return fail(Error{r.error().kind,
                           fmt::format("migration {} failed: {}", p.label(), r.error().message),
@@ -88,9 +94,7 @@ Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
       log::info("applied migration {}", p.label());
       done_now.push_back(p);
     }
-    return {};
   }();
-  unlock();
   if (!result) return fail(result.error());
   return done_now;
 }

@@ -37,7 +37,8 @@ long long PgResult::affected() const {
   return (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& url,
+                                                     bool transaction_pooler) {
   PGconn* c = PQconnectdb(url.c_str());
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);
@@ -49,6 +50,10 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
   // Keep server notices (e.g. "relation already exists, skipping") off stderr.
   PQsetNoticeProcessor(
       c, [](void*, const char*) {}, nullptr);
+  // Behind a transaction pooler a session setting would land on whichever
+  // server session served this statement (another client's next), and no
+  // statement is prepared by name there anyway.
+  if (transaction_pooler) return std::unique_ptr<Connection>(new Connection(c, true, true));
   // Prepared statements skip parsing, but are planned on every execution: a
   // cached generic plan made while a table was small (a fresh deployment)
   // would keep scanning it whole as it grows.
@@ -97,7 +102,12 @@ Result<PgResult> Connection::exec(const std::string& sql, const Params& params) 
 Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statement>& statements) {
   // A borrowed session is the caller's: its prepared statements are not ours
   // to track, so statements are sent unprepared there.
-  if (statements.size() == 1 && !(statements.front().prepared && owned_)) {
+  // Behind a transaction pooler nothing is prepared by name (the next
+  // transaction may run on another server session), and the planner
+  // settings below are set for the pipeline's transaction only.
+  const bool prepare = owned_ && !pooled_;
+  if (statements.size() == 1 && !(statements.front().prepared && prepare) &&
+      !(pooled_ && statements.front().keyed_plan)) {
     auto r = exec(statements.front().sql, statements.front().params);
     if (!r) return fail(r.error());
     return std::vector<PgResult>{std::move(*r)};
@@ -118,13 +128,19 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
       "set_config('enable_seqscan', 'on', false)",
       {},
       true};
+  // The pooled forms: local to the pipeline's transaction (implicit, or the
+  // caller's), so they never outlive it on a shared server session.
+  static const Statement kKeyedOnLocal{"SELECT set_config('enable_seqscan', 'off', true)", {}};
+  static const Statement kKeyedOffLocal{"SELECT set_config('enable_seqscan', 'on', true)", {}};
+  const Statement& keyed_on = pooled_ ? kKeyedOnLocal : kKeyedOn;
+  const Statement& keyed_off = pooled_ ? kKeyedOffLocal : kKeyedOff;
   std::vector<const Statement*> sends;
   std::vector<bool> injected;
   bool keyed = false;
   for (const auto& st : statements) {
     const bool want = owned_ && st.prepared && st.keyed_plan;
     if (want != keyed) {
-      sends.push_back(want ? &kKeyedOn : &kKeyedOff);
+      sends.push_back(want ? &keyed_on : &keyed_off);
       injected.push_back(true);
       keyed = want;
     }
@@ -132,7 +148,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
     injected.push_back(false);
   }
   if (keyed) {
-    sends.push_back(&kKeyedOff);
+    sends.push_back(&keyed_off);
     injected.push_back(true);
   }
   std::optional<Error> send_error;
@@ -146,7 +162,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
     values.reserve(st.params.size());
     for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
     int sent = 0;
-    if (st.prepared && owned_) {
+    if (st.prepared && prepare) {
       auto it = prepared_.find(st.sql);
       if (it == prepared_.end()) {
         std::string name = "harvest_" + std::to_string(next_prepared_++);

@@ -64,7 +64,12 @@ class PgResult {
 class Connection {
  public:
   // Connects synchronously; a refused/unreachable server is a transient error.
-  [[nodiscard]] static Result<std::unique_ptr<Connection>> open(const std::string& url);
+  // `transaction_pooler`: the URL reaches PostgreSQL through a pooler in
+  // transaction mode (PgBouncer pool_mode=transaction), which may hand each
+  // transaction to another server session — so nothing is kept on the
+  // session: no named prepared statements, no session settings.
+  [[nodiscard]] static Result<std::unique_ptr<Connection>> open(const std::string& url,
+                                                                bool transaction_pooler = false);
   // Wraps a connection the caller owns (e.g. for a transactional start inside
   // the caller's own transaction). The PGconn is not closed by this object.
   [[nodiscard]] static std::unique_ptr<Connection> borrow(PGconn* conn);
@@ -96,9 +101,11 @@ class Connection {
   [[nodiscard]] bool in_transaction() const;
 
  private:
-  Connection(PGconn* c, bool owned) : conn_(c), owned_(owned) {}
+  Connection(PGconn* c, bool owned, bool pooled = false)
+      : conn_(c), owned_(owned), pooled_(pooled) {}
   PGconn* conn_;
   bool owned_;
+  bool pooled_;  // behind a transaction pooler: no session state
   // Names of the statements prepared on this session, by SQL text.
   std::map<std::string, std::string> prepared_;
   uint64_t next_prepared_ = 0;

@@ -43,7 +43,7 @@ Result<PooledConnection> Pool::acquire() {
     if (open_ < config_.max_size) {
       ++open_;
       lock.unlock();
-      auto conn = Connection::open(config_.url);
+      auto conn = Connection::open(config_.url, config_.transaction_pooler);
       if (!conn) {
         lock.lock();
         --open_;

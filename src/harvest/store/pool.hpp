@@ -24,6 +24,9 @@ struct PoolConfig {
   // Longest wait for a free connection before a transient "pool exhausted"
   // error. Default 5 s.
   std::chrono::milliseconds acquire_timeout{5000};
+  // The URL reaches PostgreSQL through a pooler in transaction mode
+  // (Connection::open). Default false.
+  bool transaction_pooler = false;
 };
 
 class Pool;
