@@ -493,12 +493,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (const char* only = std::getenv("BENCH_ONLY"); only && *only) {
-    // One drain case alone (BENCH_ONLY=start|complete), for profiling it.
+    // One drain case alone (BENCH_ONLY=start|complete), for profiling it or
+    // for a variant of it (BENCH_CASE_SUFFIX names it, BENCH_CEILING is the
+    // same run's ceiling, e.g. scripts/bench.sh --pgbouncer).
     const bool complete = std::string(only) == "complete";
     const double rate =
         drain(bootstrap, **broker, **engine, **db, run, n, 16, std::nullopt, complete);
-    bench::result_line(complete ? "kafka_complete" : "kafka_start", rate, 0, last_latencies,
-                       last_peak_rss, last_figures);
+    const char* suffix = std::getenv("BENCH_CASE_SUFFIX");
+    const char* ceiling = std::getenv("BENCH_CEILING");
+    bench::result_line(
+        std::string(complete ? "kafka_complete" : "kafka_start") + (suffix ? suffix : ""), rate,
+        ceiling ? std::atof(ceiling) : 0, last_latencies, last_peak_rss, last_figures);
     return 0;
   }
   const double ceiling = raw_ceiling(bootstrap, **broker, **db, run, n);

@@ -14,21 +14,27 @@
 # over the case (bench/support/footprint.hpp). The row counters reach
 # pg_stat_user_tables asynchronously and can under-read (docs/performance.md).
 #
-#   scripts/bench.sh [--durable-pg]
+#   scripts/bench.sh [--durable-pg] [--pgbouncer]
 # Env: N (records per Kafka case, default 20000), SQS_N (default 5000),
 #      BACKLOG (default 1000000; 0 skips the backlog case),
 #      QUICKSTART (default 1; 0 skips quickstart_complete).
 # --durable-pg: PostgreSQL with fsync, synchronous_commit and
 # full_page_writes on (the test cluster turns them off).
+# --pgbouncer: also runs kafka_start and kafka_complete through PgBouncer in
+# transaction pooling (HARVEST_DATABASE_POOLER=transaction), as
+# kafka_start_pgbouncer and kafka_complete_pgbouncer against the same run's
+# ceiling, and prints the pooler's own CPU per record (pgbouncer_cpu_us_per_msg).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$HARVEST_ROOT"
 
 DURABLE=0
+PGBOUNCER=0
 for arg in "$@"; do
   case "$arg" in
     --durable-pg) DURABLE=1 ;;
-    *) echo "bench: unknown argument '$arg' (known: --durable-pg)" >&2; exit 2 ;;
+    --pgbouncer) PGBOUNCER=1 ;;
+    *) echo "bench: unknown argument '$arg' (known: --durable-pg, --pgbouncer)" >&2; exit 2 ;;
   esac
 done
 N="${N:-20000}"
@@ -78,6 +84,30 @@ eval "$(scripts/services/sqs.sh start)"
 OUT="$STATE/out.txt"
 run() { "$@" 2>&1 | grep -v ' info \[harvest\]' | tee -a "$OUT"; }
 KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" run build/bench/bench/bench_kafka_end_to_end "$N"
+if ((PGBOUNCER)); then
+  # The same two drains through PgBouncer (transaction pooling, 32 server
+  # connections for the bench's 72 client ones), against this run's ceiling,
+  # on a database of their own (the direct start cases leave runs pending).
+  psql_bench "CREATE DATABASE bench_pooled" >/dev/null
+  export HARVEST_PG_PORT="$PG_PORT"
+  export HARVEST_PGBOUNCER_PORT="$(free_port 26432)"
+  export HARVEST_PGBOUNCER_POOL=32
+  STARTED+=(pgbouncer)
+  eval "$(scripts/services/pgbouncer.sh start)"
+  bouncer_pid="$(cat "/tmp/harvest-pgbouncer-$PGBOUNCER_PORT/pgbouncer.pid")"
+  ceiling="$(sed -n 's/^RESULT case=kafka_ceiling msgs_per_s=\([0-9]*\).*/\1/p' "$OUT")"
+  for only in complete start; do
+    b0="$(awk '{ print $14 + $15 }' "/proc/$bouncer_pid/stat")"
+    HARVEST_DATABASE_URL="postgresql://harvest@127.0.0.1:$PGBOUNCER_PORT/bench_pooled" \
+      HARVEST_DATABASE_POOLER=transaction BENCH_ONLY="$only" BENCH_CASE_SUFFIX=_pgbouncer \
+      BENCH_CEILING="${ceiling:-0}" KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" \
+      run build/bench/bench/bench_kafka_end_to_end "$N"
+    b1="$(awk '{ print $14 + $15 }' "/proc/$bouncer_pid/stat")"
+    awk -v t="$((b1 - b0))" -v hz="$(getconf CLK_TCK)" -v n="$N" -v c="$only" 'BEGIN {
+      printf "bench: kafka_%s_pgbouncer pgbouncer_cpu_us_per_msg=%.1f (not in cpu_us_per_msg)\n", c, t * 1e6 / hz / n
+    }' | tee -a "$OUT"
+  done
+fi
 AWS_ENDPOINT_URL_SQS="$SQS_ENDPOINT" run build/bench/bench/bench_sqs_start "$SQS_N"
 run build/bench/bench/bench_engine_complete "$N"
 

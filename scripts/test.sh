@@ -106,11 +106,11 @@ fi
 # that SIGSTOP the broker and time what follows (kafka_freeze_test): under the
 # sanitizer's slowdown their timing, not a race, decides them.
 if [[ $# -eq 0 && "${HARVEST_TSAN:-1}" == 1 ]]; then
-  echo "test: ThreadSanitizer (labels unit, postgres, kafka, sqs)"
+  echo "test: ThreadSanitizer (labels unit, postgres, pooler, kafka, sqs)"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan
   TSAN_OPTIONS="halt_on_error=1 abort_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$HARVEST_ROOT/tests/tsan.supp" \
     ctest --test-dir build/tsan --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" \
-    -L 'unit|postgres|kafka|sqs' -LE 'soak|fuzz|chaos|examples' \
+    -L 'unit|postgres|pooler|kafka|sqs' -LE 'soak|fuzz|chaos|examples' \
     -E 'frozen|anchor_commit_cannot_land'
 fi
