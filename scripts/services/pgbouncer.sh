@@ -31,10 +31,9 @@ MARKER=.harvest-pgbouncer
 PIDFILE="$STATE_DIR/pgbouncer.pid"
 LOGFILE="$STATE_DIR/pgbouncer.log"
 
-# pgbouncer refuses to run as root: run it as the postgres system user.
-as_svc() {
-  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
+# as_pg: pgbouncer, like PostgreSQL, refuses to run as root.
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 ready() {
   psql -X -q -At "postgresql://harvest@127.0.0.1:$PORT/postgres" -c "SELECT 1" >/dev/null 2>&1
@@ -87,7 +86,7 @@ log_disconnections = 0
 INI
   [[ $(id -u) -eq 0 ]] && chown -R postgres:postgres "$STATE_DIR"
   log "starting pgbouncer (transaction pooling) on 127.0.0.1:$PORT -> PostgreSQL :$HARVEST_PG_PORT"
-  as_svc pgbouncer -d "$STATE_DIR/pgbouncer.ini" >/dev/null 2>&1 \
+  as_pg pgbouncer -d "$STATE_DIR/pgbouncer.ini" >/dev/null 2>&1 \
     || { tail -20 "$LOGFILE" >&2 || true; die "pgbouncer did not start"; }
   wait_ready
   log "ready in $(since "$t0")s (pid $(<"$PIDFILE"))"

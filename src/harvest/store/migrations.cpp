@@ -62,41 +62,40 @@ Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
   // session lock taken through a pooler in transaction mode would stay on
   // whichever server session it landed on.
   std::vector<PendingMigration> done_now;
-  auto result = [&]() -> Status {
-    while (true) {
-      auto tx = Transaction::begin(conn);
-      if (!tx) return fail(tx.error());
-      if (auto r = conn.exec(fmt::format("SELECT pg_advisory_xact_lock({})", kLockKey)); !r) {
-        return fail(r.error());
-      }
-      if (auto r = conn.exec(kLedgerDdl); !r) return fail(r.error());
-      auto pending = pending_migrations(conn, sets);
-      if (!pending) return fail(pending.error());
-      if (pending->empty()) return tx->commit();
-      const PendingMigration& p = pending->front();
-      const Migration* m = nullptr;
-      for (const auto& set : sets) {
-        if (set.name != p.set_name) continue;
-        for (const auto& candidate : set.migrations) {
-          if (candidate.version == p.version) m = &candidate;
-        }
-      }
-      if (auto r = conn.exec_script(m->sql); !r) {
-        return fail(Error{r.error().kind,
-                          fmt::format("migration {} failed: {}", p.label(), r.error().message),
-                          r.error().detail, r.error().retry});
-      }
-      auto rec = conn.exec(
-          "INSERT INTO harvest_schema_migrations (set_name, version, name) VALUES ($1, $2, $3)",
-          {p.set_name, std::to_string(p.version), p.name});
-      if (!rec) return fail(rec.error());
-      if (auto c = tx->commit(); !c) return fail(c.error());
-      log::info("applied migration {}", p.label());
-      done_now.push_back(p);
+  while (true) {
+    auto tx = Transaction::begin(conn);
+    if (!tx) return fail(tx.error());
+    if (auto r = conn.exec(fmt::format("SELECT pg_advisory_xact_lock({})", kLockKey)); !r) {
+      return fail(r.error());
     }
-  }();
-  if (!result) return fail(result.error());
-  return done_now;
+    if (auto r = conn.exec(kLedgerDdl); !r) return fail(r.error());
+    auto pending = pending_migrations(conn, sets);
+    if (!pending) return fail(pending.error());
+    if (pending->empty()) {
+      if (auto c = tx->commit(); !c) return fail(c.error());
+      return done_now;
+    }
+    const PendingMigration& p = pending->front();
+    const Migration* m = nullptr;
+    for (const auto& set : sets) {
+      if (set.name != p.set_name) continue;
+      for (const auto& candidate : set.migrations) {
+        if (candidate.version == p.version) m = &candidate;
+      }
+    }
+    if (auto r = conn.exec_script(m->sql); !r) {
+      return fail(Error{r.error().kind,
+                        fmt::format("migration {} failed: {}", p.label(), r.error().message),
+                        r.error().detail, r.error().retry});
+    }
+    auto rec = conn.exec(
+        "INSERT INTO harvest_schema_migrations (set_name, version, name) VALUES ($1, $2, $3)",
+        {p.set_name, std::to_string(p.version), p.name});
+    if (!rec) return fail(rec.error());
+    if (auto c = tx->commit(); !c) return fail(c.error());
+    log::info("applied migration {}", p.label());
+    done_now.push_back(p);
+  }
 }
 
 }  // namespace harvest::store
