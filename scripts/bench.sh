@@ -24,19 +24,43 @@
 # transaction pooling (HARVEST_DATABASE_POOLER=transaction), as
 # kafka_start_pgbouncer and kafka_complete_pgbouncer against the same run's
 # ceiling, and prints the pooler's own CPU per record (pgbouncer_cpu_us_per_msg).
+# --console: only the web console's queries over 1,000,000 runs and 100,000
+# connector dead letters (bench/console_queries.cpp; EXECUTIONS and
+# DEAD_LETTERS change the sizes): one RESULT case=console_<query> line per
+# request the pages make, with its p50 and max in ms (target: <= 50 ms).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$HARVEST_ROOT"
 
 DURABLE=0
 PGBOUNCER=0
+CONSOLE=0
 for arg in "$@"; do
   case "$arg" in
     --durable-pg) DURABLE=1 ;;
     --pgbouncer) PGBOUNCER=1 ;;
-    *) echo "bench: unknown argument '$arg' (known: --durable-pg, --pgbouncer)" >&2; exit 2 ;;
+    --console) CONSOLE=1 ;;
+    *) echo "bench: unknown argument '$arg' (known: --durable-pg, --pgbouncer, --console)" >&2; exit 2 ;;
   esac
 done
+
+if ((CONSOLE)); then
+  scripts/setup.sh
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
+  export CCACHE_BASEDIR="$HARVEST_ROOT"
+  cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARVEST_TESTS=OFF \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+  cmake --build build/bench --target bench_console_queries
+  STATE="$(mktemp -d /tmp/harvest-bench.XXXXXX)"
+  chmod 755 "$STATE"
+  trap 'stop_pg "$STATE/pg"; rm -rf "$STATE"' EXIT
+  PG_PORT="$(free_port 56432)"
+  start_pg "$STATE/pg" "$PG_PORT"
+  "$(pg_bin psql)" -h 127.0.0.1 -p "$PG_PORT" -U harvest -d postgres -qAtc "CREATE DATABASE console"
+  HARVEST_DATABASE_URL="postgresql://harvest@127.0.0.1:$PG_PORT/console" \
+    build/bench/bench/bench_console_queries 2>&1 | grep -v ' info \[harvest\]'
+  exit 0
+fi
 N="${N:-20000}"
 SQS_N="${SQS_N:-5000}"
 BACKLOG="${BACKLOG:-1000000}"

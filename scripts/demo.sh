@@ -3,12 +3,15 @@
 # Installs what is missing, builds, starts a private PostgreSQL and a local
 # Apache Kafka broker, runs examples/kafka_connector_quickstart.cpp, produces
 # 1,000 orders, waits until every one is fulfilled, and prints what happened.
-# Stops everything it started.
+# Stops everything it started; with --keep (or HARVEST_DEMO_KEEP=1) it leaves
+# the quickstart running until Ctrl-C, so its web console can be explored.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$HARVEST_ROOT"
 
 ORDERS="${HARVEST_DEMO_ORDERS:-1000}"
+KEEP="${HARVEST_DEMO_KEEP:-0}"
+[[ "${1:-}" == "--keep" ]] && KEEP=1
 bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 bold "1. install and build"
@@ -55,6 +58,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 echo "quickstart running (pid $APP_PID, log $DEMO_DIR/quickstart.log, HTTP API on 127.0.0.1:$HARVEST_HTTP_PORT)"
+echo "web console: http://127.0.0.1:$HARVEST_HTTP_PORT/ui/"
 
 bold "4. produce $ORDERS orders to orders.placed"
 "$BIN/kafka_orders_tool" produce "$ORDERS"
@@ -92,3 +96,11 @@ curl -s "http://127.0.0.1:$HARVEST_HTTP_PORT/api/harvest/executions?limit=2" | h
 echo
 echo "  a run traces back to its record:"
 sql "SELECT '    ' || workflow_id || '  <-  ' || start_source_ref || '  ' || (output #>> '{}') FROM harvest_workflow_executions ORDER BY workflow_id LIMIT 3"
+echo
+echo "  the web console (runs, bindings, dead letters): http://127.0.0.1:$HARVEST_HTTP_PORT/ui/"
+if [[ $KEEP == 1 ]]; then
+  echo "  the quickstart keeps running for the console; Ctrl-C stops everything"
+  wait "$APP_PID" || true
+else
+  echo "  (scripts/demo.sh --keep leaves it running to explore)"
+fi

@@ -226,6 +226,7 @@ TEST(OpenApi, response_schemas_list_exactly_the_members_the_views_render) {
       {"ConnectorDeadLetter", to_json(connector_dead)},
       {"ConnectorDeadLetterDetail", to_json_detail(connector_dead)},
       {"ConnectorDeadLetterReplay", to_json(replay_request)},
+      {"Binding", to_json(BindingOverview{})},
   };
   for (const auto& [name, j] : rendered) {
     ASSERT_TRUE(schemas.contains(name)) << name;

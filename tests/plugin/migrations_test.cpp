@@ -204,8 +204,9 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
 
   applied = store::apply_migrations(*conn_, sets);
   ASSERT_TRUE(applied) << applied.error().message;
-  ASSERT_EQ(applied->size(), 1u);
+  ASSERT_EQ(applied->size(), 2u);
   EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
+  EXPECT_EQ(applied->back().label(), "engine/0012_console_indexes");
   EXPECT_EQ(count("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN "
                   "('harvest_workflow_events'::regclass, 'harvest_signals'::regclass, "
                   "'harvest_engine_dead_letters'::regclass, 'harvest_batch_items'::regclass)"),

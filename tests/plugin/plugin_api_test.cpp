@@ -127,6 +127,51 @@ TEST_F(PluginApiTest, a_replay_asked_over_http_is_run_by_the_binding_into_one_ex
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 1);
 }
 
+// Issue 33: the console's overview reads the running bindings themselves
+// (GET {prefix}/connectors), not a scrape of /metrics: what each dispatched,
+// dead-lettered and whether it runs.
+TEST_F(PluginApiTest, the_connectors_route_shows_each_running_binding_and_its_counts) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  engine::EngineConfig config;
+  config.database_url = db_url();
+  config.profile = "test";
+  api::ApiConfig api_config;
+  api_config.port = 0;
+  auto app = HarvestPlugin()
+                 .engine_config(config)
+                 .workflows(connector_workflows())
+                 .connector_with_config(order_binding("orders"), source,
+                                        connector::ConnectorRuntimeConfig{.idle_backoff = 10ms})
+                 .api("/api/harvest", api_config)
+                 .build();
+  app->start();
+  source->push_kafka(0, 0, order_json("C-1"));
+  source->push_kafka(0, 1, order_json("C-2"));
+  source->push_kafka(0, 2, "not json");
+  ASSERT_TRUE(eventually([&] { return source->committed(0) == 3; }));
+  httplib::Client c("127.0.0.1", app->api_server()->port());
+  nlohmann::json item;
+  ASSERT_TRUE(eventually([&] {
+    auto r = c.Get("/api/harvest/connectors");
+    if (!r || r->status != 200) return false;
+    auto j = nlohmann::json::parse(r->body);
+    if (j["items"].size() != 1) return false;
+    item = j["items"][0];
+    return item["dispatched"] == 2 && item["dead_lettered"] == 1;
+  })) << item.dump();
+  EXPECT_EQ(item["binding"], "orders");
+  EXPECT_EQ(item["kind"], "start");
+  EXPECT_EQ(item["stream"], "orders.placed");
+  EXPECT_EQ(item["workflow"], "fulfil_order");
+  EXPECT_EQ(item["running"], true);
+  EXPECT_EQ(item["store_available"], true);
+  EXPECT_EQ(item["in_flight"], 0);
+  EXPECT_EQ(item["stalls"], 0);
+  EXPECT_EQ(item["rebuilds"], 0);
+  EXPECT_TRUE(item["last_pass_at"].is_string()) << item.dump();
+  app->stop();
+}
+
 TEST_F(PluginApiTest, an_api_that_cannot_listen_fails_start_naming_the_address) {
   engine::EngineConfig config;
   config.database_url = db_url();

@@ -130,14 +130,15 @@ std::optional<std::string> query(const ApiRequest& req, std::string_view name) {
   return it->second;
 }
 
-Result<std::optional<size_t>> limit_param(const ApiRequest& req, size_t max) {
-  auto text = query(req, "limit");
+Result<std::optional<size_t>> limit_param(const ApiRequest& req, size_t max,
+                                          const char* name = "limit") {
+  auto text = query(req, name);
   if (!text) return std::optional<size_t>{};
   size_t value = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (ec != std::errc() || end != text->data() + text->size() || value == 0 || value > max) {
     return fail(Error::bad_request(fmt::format(
-        "query parameter 'limit' must be an integer from 1 to {}, not '{}'", max, *text)));
+        "query parameter '{}' must be an integer from 1 to {}, not '{}'", name, max, *text)));
   }
   return std::optional<size_t>{value};
 }
@@ -366,7 +367,46 @@ ApiResponse Handlers::get_execution(const ApiRequest& req) {
     if (auto ok = check_query(req, {}); !ok) return fail(ok.error());
     auto view = engine_.get_execution(req.params.at(0));
     if (!view) return fail(view.error());
-    return json_response(200, to_json(*view));
+    return json_response(200, to_json(*view, trace_url_template_));
+  }());
+}
+
+void Handlers::set_console_sources(std::function<std::vector<BindingOverview>()> bindings,
+                                   std::string trace_url_template) {
+  bindings_ = std::move(bindings);
+  trace_url_template_ = std::move(trace_url_template);
+}
+
+ApiResponse Handlers::overview(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    if (auto ok = check_query(req, query_params::kOverview); !ok) return fail(ok.error());
+    auto window = limit_param(req, 3600, "window_seconds");
+    if (!window) return fail(window.error());
+    auto o = engine_.overview(std::chrono::seconds(window->value_or(60)));
+    if (!o) return fail(o.error());
+    Json runs = Json::array();
+    for (const auto& c : o->runs) {
+      runs.push_back(Json{{"workflow", c.workflow}, {"status", c.status}, {"count", c.count}});
+    }
+    const double secs = static_cast<double>(o->window.count());
+    return json_response(200,
+                         Json{{"window_seconds", o->window.count()},
+                              {"started", o->started},
+                              {"completed", o->completed},
+                              {"started_per_second", static_cast<double>(o->started) / secs},
+                              {"completed_per_second", static_cast<double>(o->completed) / secs},
+                              {"runs", std::move(runs)}});
+  }());
+}
+
+ApiResponse Handlers::connectors(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    if (auto ok = check_query(req, {}); !ok) return fail(ok.error());
+    Json items = Json::array();
+    if (bindings_) {
+      for (const auto& b : bindings_()) items.push_back(to_json(b));
+    }
+    return json_response(200, Json{{"items", std::move(items)}});
   }());
 }
 
@@ -378,6 +418,11 @@ ApiResponse Handlers::list_executions(const ApiRequest& req) {
     engine::ExecutionFilter filter{.workflow = query(req, "workflow"),
                                    .status = query(req, "status"),
                                    .start_source = query(req, "start_source"),
+                                   .workflow_id = query(req, "workflow_id"),
+                                   .workflow_id_prefix = query(req, "workflow_id_prefix"),
+                                   .start_source_ref = query(req, "source_ref"),
+                                   .since = query(req, "since"),
+                                   .until = query(req, "until"),
                                    .cursor = query(req, "cursor")};
     if (*limit) filter.limit = **limit;
     auto page = engine_.list_executions(filter);

@@ -4,6 +4,7 @@
 // that touches the HTTP library. Internal to harvest_api.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <harvest/api/http_server.hpp>
 #include <harvest/api/views.hpp>
 #include <harvest/common/error.hpp>
 #include <harvest/common/json.hpp>
@@ -57,6 +59,10 @@ class Handlers {
   // Request bodies are parsed within `json` (depth and size).
   Handlers(engine::Engine& engine, std::string prefix,
            std::shared_ptr<metrics::PrometheusMetrics> exporter, JsonLimits json = {});
+  // What the console's routes read beside the engine: the process's
+  // bindings (may be unset: none) and the trace link template (may be empty).
+  void set_console_sources(std::function<std::vector<BindingOverview>()> bindings,
+                           std::string trace_url_template);
 
   // POST {prefix}/workflows/{name}/start
   [[nodiscard]] ApiResponse start(const ApiRequest& req);
@@ -75,8 +81,13 @@ class Handlers {
   [[nodiscard]] ApiResponse terminate_executions(const ApiRequest& req);
   // GET {prefix}/executions/{id}
   [[nodiscard]] ApiResponse get_execution(const ApiRequest& req);
-  // GET {prefix}/executions?workflow=&status=&start_source=&limit=&cursor=
+  // GET {prefix}/executions?workflow=&status=&start_source=&workflow_id=
+  //   &workflow_id_prefix=&source_ref=&since=&until=&limit=&cursor=
   [[nodiscard]] ApiResponse list_executions(const ApiRequest& req);
+  // GET {prefix}/overview?window_seconds=
+  [[nodiscard]] ApiResponse overview(const ApiRequest& req);
+  // GET {prefix}/connectors
+  [[nodiscard]] ApiResponse connectors(const ApiRequest& req);
   // GET {prefix}/dead-letters?limit=
   [[nodiscard]] ApiResponse list_dead_letters(const ApiRequest& req);
   // POST {prefix}/dead-letters/{execution_id}/replay
@@ -106,6 +117,8 @@ class Handlers {
   std::string prefix_;
   std::shared_ptr<metrics::PrometheusMetrics> exporter_;
   JsonLimits json_;
+  std::function<std::vector<BindingOverview>()> bindings_;
+  std::string trace_url_template_;
 };
 
 }  // namespace harvest::api

@@ -20,6 +20,7 @@
 #include <random>
 #include <thread>
 
+#include <harvest/api/console_assets.hpp>
 #include <harvest/api/guard.hpp>
 #include <harvest/api/handlers.hpp>
 #include <harvest/api/router.hpp>
@@ -82,6 +83,15 @@ Status validate(const ApiConfig& c) {
         "ApiConfig::token must be at most 4096 bytes without whitespace (the token itself is "
         "not shown)"));
   }
+  if (!c.trace_url_template.empty() &&
+      ((!c.trace_url_template.starts_with("http://") &&
+        !c.trace_url_template.starts_with("https://")) ||
+       c.trace_url_template.find("{trace_id}") == std::string::npos ||
+       c.trace_url_template.find_first_of(" \t\r\n\"<>\\") != std::string::npos)) {
+    return fail(
+        Error::config("ApiConfig::trace_url_template must be an http:// or https:// URL containing "
+                      "{trace_id}, e.g. http://localhost:16686/trace/{trace_id}"));
+  }
   if (c.token.empty() && !is_loopback_host(c.host) && !c.allow_unauthenticated_remote) {
     return fail(Error::config(fmt::format(
         "ApiConfig::host '{}' is not a loopback address and no API token is set: anyone "
@@ -122,6 +132,41 @@ Method method_of(http::verb v) {
 
 class Connection;
 
+// The console's answer for `path` (under /ui), or nullopt for any other path.
+std::optional<ApiResponse> console_response(std::string_view path, http::verb method) {
+  if (path != "/ui" && !path.starts_with("/ui/")) return std::nullopt;
+  if (method != http::verb::get && method != http::verb::head) {
+    auto r = error_response(405, "method_not_allowed", "the console's pages answer GET and HEAD");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return r;
+  }
+  if (path == "/ui") {
+    ApiResponse r{
+        .status = 308, .body = {}, .content_type = "text/plain", .headers = {}, .log_detail = {}};
+    r.headers.emplace_back("Location", "/ui/");
+    return r;
+  }
+  const ConsoleAsset* asset = find_console_asset(path == "/ui/" ? "index.html" : path.substr(4));
+  if (!asset) {
+    return error_response(404, "not_found", "the console has no page at this path");
+  }
+  ApiResponse r{.status = 200,
+                .body = std::string(asset->body),
+                .content_type = std::string(asset->content_type),
+                .headers = {},
+                .log_detail = {}};
+  // Scripts and styles come from this server only: no inline script or
+  // style, no framing, no plugins, no form posts elsewhere.
+  r.headers.emplace_back("Content-Security-Policy",
+                         "default-src 'self'; script-src 'self'; style-src 'self'; "
+                         "img-src 'self'; connect-src 'self'; object-src 'none'; "
+                         "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+  r.headers.emplace_back("X-Frame-Options", "DENY");
+  r.headers.emplace_back("Referrer-Policy", "no-referrer");
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  return r;
+}
+
 // Everything the server shares with its connections. Every member but the
 // pools and `stopping` is used on the I/O thread only.
 struct ServerCore {
@@ -138,6 +183,7 @@ struct ServerCore {
                                                    : config.allowed_hosts),
         request_pool(config.threads),
         control_pool(1) {
+    handlers.set_console_sources(config.bindings, config.trace_url_template);
     add_routes();
   }
 
@@ -155,6 +201,8 @@ struct ServerCore {
         {"terminate_executions", &Handlers::terminate_executions},
         {"get_execution", &Handlers::get_execution},
         {"list_executions", &Handlers::list_executions},
+        {"overview", &Handlers::overview},
+        {"connectors", &Handlers::connectors},
         {"list_dead_letters", &Handlers::list_dead_letters},
         {"replay_dead_letter", &Handlers::replay_dead_letter},
         {"list_connector_dead_letters", &Handlers::list_connector_dead_letters},
@@ -363,10 +411,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                   "header (ApiConfig::allowed_hosts)"),
                    rid, "unrouted", false);
     }
-    auto target = parse_target(sv(req.target()));
-    if (!target) return reply(error_response(target.error()), rid, "unrouted", false);
     // HEAD is answered as GET without the body (RFC 9110 9.3.2).
     head_ = req.method() == http::verb::head;
+    // The console's pages: static, public (they hold no data; every call
+    // they make is an API call and needs the token like any other).
+    if (s_.config.console) {
+      if (auto page = console_response(path_of(req.target()), req.method()); page) {
+        return reply(std::move(*page), rid, "console", keep_alive);
+      }
+    }
+    auto target = parse_target(sv(req.target()));
+    if (!target) return reply(error_response(target.error()), rid, "unrouted", false);
     const Method method = head_ ? Method::kGet : method_of(req.method());
     const bool is_health = target->segments == std::vector<std::string>{"healthz"};
     const bool is_metrics = target->segments == std::vector<std::string>{"metrics"};
@@ -444,6 +499,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_.result(static_cast<unsigned>(r.status));
     response_.set(http::field::content_type, r.content_type);
     response_.set("X-Request-Id", rid);
+    // No answer is a document another site may frame or a browser may sniff
+    // into something else; the console's pages set their own policy.
+    response_.set("X-Content-Type-Options", "nosniff");
+    response_.set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
     for (const auto& [k, v] : r.headers) response_.set(k, v);
     response_.keep_alive(keep_alive);
     response_.body() = std::move(r.body);

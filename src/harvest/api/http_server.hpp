@@ -15,7 +15,10 @@
 //   GET  {prefix}/connector-dead-letters/{id}                   200
 //   POST {prefix}/connector-dead-letters/replay                 200
 //   POST {prefix}/connector-dead-letters/purge                  200
+//   GET  {prefix}/overview                                      200
+//   GET  {prefix}/connectors                                    200
 //   GET  /healthz, GET /metrics                                 (not under the prefix)
+//   GET  /ui/…   the web console's pages (ApiConfig::console)
 // The table is `route_specs` (routes.hpp); docs/openapi.yaml documents it.
 // Every error is `{"error": "<kind>", "message": "...", "request_id": "..."}`
 // with the status of its kind (`http_status`); every response carries
@@ -42,7 +45,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +61,28 @@ namespace harvest::api {
 /// Counter of requests served, labelled by route name (e.g. "start", "unrouted")
 /// and status code: both bounded.
 inline constexpr const char* kApiRequests = "harvest.api.requests";
+
+/// One connector binding of the running process as GET {prefix}/connectors
+/// shows it. The API does not link the connector runtime: the composition
+/// root (HarvestPlugin) fills these from its runtimes through
+/// ApiConfig::bindings.
+struct BindingOverview {
+  std::string binding;                      ///< the binding's name
+  std::string kind;                         ///< "start" or "signal"
+  std::string stream;                       ///< the topic or queue consumed
+  std::string workflow;                     ///< the workflow started or signalled
+  std::string subscription;                 ///< the source's subscription identity
+  bool running = false;                     ///< its consumer thread is running
+  std::optional<int64_t> lag;               ///< messages owed at the last sample; unset: unknown
+  size_t in_flight = 0;                     ///< held for dispatch until the store answers
+  std::optional<std::string> last_pass_at;  ///< ISO 8601, UTC; unset before the first pass
+  uint64_t stalls = 0;                      ///< passes that found a partition stalled
+  uint64_t rebuilds = 0;                    ///< consumer rebuilds after a stall
+  bool store_available = true;              ///< false while intake waits for the store
+  uint64_t dispatched = 0;                  ///< messages acked after a durable commit
+  uint64_t dead_lettered = 0;               ///< messages recorded as poison
+  uint64_t retried = 0;                     ///< messages left for redelivery
+};
 
 /// Settings of the HTTP API: where it listens, its limits, timeouts and
 /// access rules. Checked by `HttpServer::start()`; a config error names the field.
@@ -102,6 +130,17 @@ struct ApiConfig {
   /// Empty (default): the loopback names, plus `host` when it is a specific
   /// address. Others are answered 421.
   std::vector<std::string> allowed_hosts;
+  /// Serve the web console under /ui (its assets are built into the binary;
+  /// docs/console.md). Default true. The pages need no token to load; every
+  /// call they make is an API call and needs it like any other.
+  bool console = true;
+  /// A link from a run's trace id to a trace viewer, with `{trace_id}` where
+  /// the id goes, e.g. "http://jaeger:16686/trace/{trace_id}"; must start
+  /// with http:// or https://. Empty (default): no link.
+  std::string trace_url_template;
+  /// The connector bindings GET {prefix}/connectors lists; called on a
+  /// request thread. Set by HarvestPlugin; unset: the list is empty.
+  std::function<std::vector<BindingOverview>()> bindings;
   /// The exporter /metrics renders. Default: the engine's recorder when it is
   /// a PrometheusMetrics; otherwise /metrics answers 404. Shared with the
   /// engine, which records into it.

@@ -85,6 +85,11 @@ std::vector<RouteSpec> route_specs(std::string_view prefix) {
   out.push_back(spec("get_execution", Method::kGet, p + "/executions/{execution_id}", {200, 404}));
   out.push_back(spec("list_executions", Method::kGet, p + "/executions", {200}));
   out.back().query_params = query_params::kListExecutions;
+  // The console's overview: runs by workflow and status, recent starts and
+  // completions; and the connector bindings of this process.
+  out.push_back(spec("overview", Method::kGet, p + "/overview", {200}));
+  out.back().query_params = query_params::kOverview;
+  out.push_back(spec("connectors", Method::kGet, p + "/connectors", {200}));
   out.push_back(spec("list_dead_letters", Method::kGet, p + "/dead-letters", {200}));
   out.back().query_params = query_params::kListDeadLetters;
   // 404 no such execution; 409 it is no longer failed.

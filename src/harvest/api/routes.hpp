@@ -36,8 +36,10 @@ inline constexpr std::array<std::string_view, 5> kBulkStop = {"workflow", "statu
 
 // Query parameters each route accepts (any other parameter is a 400).
 namespace query_params {
-inline constexpr std::array<std::string_view, 5> kListExecutions = {
-    "workflow", "status", "start_source", "limit", "cursor"};
+inline constexpr std::array<std::string_view, 10> kListExecutions = {
+    "workflow",   "status", "start_source", "workflow_id", "workflow_id_prefix",
+    "source_ref", "since",  "until",        "limit",       "cursor"};
+inline constexpr std::array<std::string_view, 1> kOverview = {"window_seconds"};
 inline constexpr std::array<std::string_view, 1> kListDeadLetters = {"limit"};
 inline constexpr std::array<std::string_view, 6> kListConnectorDeadLetters = {
     "binding", "stream", "reason", "since", "until", "limit"};

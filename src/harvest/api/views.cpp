@@ -31,19 +31,33 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
+// A trace id is 32 hex digits (TraceContext checks it), so the link built
+// from the operator's template carries nothing a producer chose.
+Json trace_url(const engine::ExecutionView& view, std::string_view url_template) {
+  constexpr std::string_view kMark = "{trace_id}";
+  const auto at = url_template.find(kMark);
+  if (!view.start_trace || at == std::string_view::npos) return nullptr;
+  std::string url(url_template);
+  url.replace(at, kMark.size(), view.start_trace->trace_id());
+  return url;
+}
+
 }  // namespace
 
 Json to_json(const engine::HistoryEvent& event) {
-  return Json{{"id", event.id},
-              {"op_seq", opt(event.op_seq)},
-              {"kind", event.kind},
-              {"name", opt(event.name)},
-              {"payload", event.payload}};
+  return Json{{"id", event.id},           {"op_seq", opt(event.op_seq)},
+              {"kind", event.kind},       {"name", opt(event.name)},
+              {"payload", event.payload}, {"recorded_at", opt(event.recorded_at)}};
 }
 
-Json to_json(const engine::ExecutionView& view) {
+Json to_json(const engine::ExecutionView& view, std::string_view trace_url_template) {
   Json history = Json::array();
   for (const auto& e : view.history) history.push_back(to_json(e));
+  Json unread = Json::array();
+  for (const auto& u : view.unread_signals) {
+    unread.push_back(Json{
+        {"id", u.id}, {"name", u.name}, {"payload", u.payload}, {"received_at", u.received_at}});
+  }
   return Json{{"execution_id", view.id},
               {"workflow", view.workflow_name},
               {"workflow_id", opt(view.workflow_id)},
@@ -56,7 +70,16 @@ Json to_json(const engine::ExecutionView& view) {
               {"start_source", view.start_source},
               {"start_source_ref", opt(view.start_source_ref)},
               {"start_trace", view.start_trace ? to_json(*view.start_trace) : Json(nullptr)},
+              {"trace_url", trace_url(view, trace_url_template)},
               {"attempt", view.attempt},
+              {"lease_owner", opt(view.lease_owner)},
+              {"lease_expires_at", opt(view.lease_expires_at)},
+              {"created_at", view.created_at},
+              {"completed_at", opt(view.completed_at)},
+              {"runs", view.runs},
+              {"previous_run", opt(view.previous_run)},
+              {"next_run", opt(view.next_run)},
+              {"unread_signals", std::move(unread)},
               {"history", std::move(history)}};
 }
 
@@ -95,6 +118,24 @@ Json to_json(const engine::ShardStatus& s) {
               {"location", s.location},
               {"readable", s.readable},
               {"error", opt(s.error)}};
+}
+
+Json to_json(const BindingOverview& b) {
+  return Json{{"binding", b.binding},
+              {"kind", b.kind},
+              {"stream", b.stream},
+              {"workflow", b.workflow},
+              {"subscription", b.subscription},
+              {"running", b.running},
+              {"lag", opt(b.lag)},
+              {"in_flight", b.in_flight},
+              {"last_pass_at", opt(b.last_pass_at)},
+              {"stalls", b.stalls},
+              {"rebuilds", b.rebuilds},
+              {"store_available", b.store_available},
+              {"dispatched", b.dispatched},
+              {"dead_lettered", b.dead_lettered},
+              {"retried", b.retried}};
 }
 
 Json to_json(const connector_dlq::StoredDeadLetter& d) {

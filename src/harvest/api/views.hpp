@@ -6,7 +6,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include <harvest/api/http_server.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/engine/types.hpp>
 
@@ -16,12 +18,16 @@ using Json = nlohmann::json;
 
 [[nodiscard]] Json to_json(const engine::HistoryEvent& event);
 // Status, input, output/error, provenance, attempt and the full history.
-[[nodiscard]] Json to_json(const engine::ExecutionView& view);
+// `trace_url` is the run's trace id put into `trace_url_template`
+// (ApiConfig::trace_url_template), or null.
+[[nodiscard]] Json to_json(const engine::ExecutionView& view,
+                           std::string_view trace_url_template = {});
 [[nodiscard]] Json to_json(const engine::ExecutionSummary& summary);
 // {"items": [...], "next_cursor": string|null}
 [[nodiscard]] Json to_json(const engine::ExecutionPage& page);
 [[nodiscard]] Json to_json(const engine::EngineDeadLetter& dead_letter);
 [[nodiscard]] Json to_json(const engine::ShardStatus& shard);
+[[nodiscard]] Json to_json(const BindingOverview& binding);
 // A connector dead letter as listed: the row and its replay bookkeeping,
 // the payload's size but not its bytes.
 [[nodiscard]] Json to_json(const connector_dlq::StoredDeadLetter& dead_letter);

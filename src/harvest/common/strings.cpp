@@ -1,3 +1,6 @@
+#include <chrono>
+#include <regex>
+
 #include <harvest/common/strings.hpp>
 
 namespace harvest {
@@ -28,6 +31,21 @@ std::vector<std::string> split_list(std::string_view list, char separator) {
     pos = end + 1;
   }
   return out;
+}
+
+bool is_timestamp(const std::string& s) {
+  static const std::regex kShape(
+      R"(^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$)");
+  std::smatch m;
+  if (!std::regex_match(s, m, kShape)) return false;
+  const auto num = [&](int g) { return std::stoi(m[g].str()); };
+  const std::chrono::year_month_day date{std::chrono::year(num(1)),
+                                         std::chrono::month(static_cast<unsigned>(num(2))),
+                                         std::chrono::day(static_cast<unsigned>(num(3)))};
+  if (!date.ok() || num(1) < 1) return false;
+  if (num(4) > 23 || num(5) > 59 || num(6) > 59) return false;
+  if (m[9].matched && (num(9) > 23 || num(10) > 59)) return false;
+  return true;
 }
 
 }  // namespace harvest

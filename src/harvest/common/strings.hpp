@@ -18,4 +18,10 @@ namespace harvest {
 // ("a, b,,c" -> {"a", "b", "c"}).
 [[nodiscard]] std::vector<std::string> split_list(std::string_view list, char separator = ',');
 
+// Whether `s` is an RFC 3339 timestamp with a real date and time, such as
+// 2026-12-04T06:00:00Z or 2026-12-04 06:00:00.5+01:00: checked before a
+// filter reaches SQL, so a bad value is a 400 naming the field, never a
+// database error.
+[[nodiscard]] bool is_timestamp(const std::string& s);
+
 }  // namespace harvest

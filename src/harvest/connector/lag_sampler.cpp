@@ -47,6 +47,7 @@ void LagSampler::maybe_sample() {
   if (value_) {
     metrics_->set_gauge(metrics::kConnectorLag, {{"source", binding_}},
                         static_cast<double>(*value_));
+    last_.store(*value_, std::memory_order_relaxed);
   }
 }
 

@@ -36,6 +36,8 @@ class LagSampler {
   void maybe_sample();
   // Whether the next maybe_sample() would sample.
   [[nodiscard]] bool due();
+  // The lag the last successful sample published; -1 before one. Any thread.
+  [[nodiscard]] int64_t last() const { return last_.load(std::memory_order_relaxed); }
 
  private:
   void loop(std::stop_token st);
@@ -54,6 +56,7 @@ class LagSampler {
   std::optional<int64_t> value_;
   bool abandoned_ = false;  // the last sample ran out of its budget
   Clock::time_point next_due_{};
+  std::atomic<int64_t> last_{-1};
   std::jthread thread_;
 };
 

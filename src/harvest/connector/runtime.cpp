@@ -65,6 +65,8 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
                           : std::clamp<size_t>(config_.commit_concurrency, 1,
                                                std::max<size_t>(binding_->max_in_flight(), 1));
   commit_pool_ = std::make_unique<DispatchPool>(commit_lanes_);
+  live_ = std::make_unique<Live>();
+  subscription_ = source_->subscription_identity();
   lag_ = std::make_unique<LagSampler>(binding_->name(), source_, metrics_,
                                       config_.lag_sample_interval, config_.clock);
   // Every per-binding series exists from the start, so a dashboard or
@@ -309,7 +311,38 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   metrics_->set_gauge(metrics::kConnectorLastPass, labels,
                       std::chrono::duration<double>(now).count());
+  const PassSummary& done = pass ? *pass : pass.error().summary;
+  live_->in_flight = outage_->held();
+  live_->store_down = outage_->paused();
+  live_->last_pass_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+  live_->dispatched += done.acked;
+  live_->dead_lettered += done.dead_lettered;
+  live_->retried += done.retried;
+  if (!pass && pass.error().kind == ConnectorErrorKind::kStalled) ++live_->stalls;
   return pass;
+}
+
+BindingStatus ConnectorRuntime::status() const {
+  BindingStatus s{.binding = binding_->name(),
+                  .kind = binding_->kind() == BindingKind::kStarts ? "start" : "signal",
+                  .stream = binding_->stream(),
+                  .workflow = binding_->workflow(),
+                  .subscription = subscription_,
+                  .running = live_->running.load(),
+                  .lag = std::nullopt,
+                  .in_flight = live_->in_flight.load(),
+                  .last_pass = std::nullopt,
+                  .stalls = live_->stalls.load(),
+                  .rebuilds = live_->rebuilds.load(),
+                  .store_available = !live_->store_down.load(),
+                  .dispatched = live_->dispatched.load(),
+                  .dead_lettered = live_->dead_lettered.load(),
+                  .retried = live_->retried.load()};
+  if (const int64_t lag = lag_->last(); lag >= 0) s.lag = lag;
+  if (const int64_t ms = live_->last_pass_ms.load(); ms >= 0) {
+    s.last_pass = std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
+  }
+  return s;
 }
 
 std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {

@@ -37,6 +37,7 @@
 // `ConnectorRuntimeConfig::clock`.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -132,6 +133,30 @@ struct ReplaySummary {
   size_t retried = 0;        ///< transient failure: left marked for the next look
 };
 
+/// A binding's live state as its runtime sees it (`ConnectorRuntime::status`):
+/// what an operator's overview shows. Counters count messages since the
+/// runtime was built.
+struct BindingStatus {
+  std::string binding;       ///< the binding's name
+  std::string kind;          ///< "start" or "signal" (signals with start)
+  std::string stream;        ///< the topic or queue consumed
+  std::string workflow;      ///< the workflow it starts or signals
+  std::string subscription;  ///< EventSource::subscription_identity()
+  bool running = false;      ///< a consumer thread is in run()
+  /// Messages the broker holds beyond what was consumed, at the last sample;
+  /// unset before the first sample or when the source cannot tell.
+  std::optional<int64_t> lag;
+  size_t in_flight = 0;  ///< held for dispatch once the store answers, after the last pass
+  /// When the last pass ended; unset before the first.
+  std::optional<std::chrono::system_clock::time_point> last_pass;
+  uint64_t stalls = 0;          ///< passes that found a partition stalled
+  uint64_t rebuilds = 0;        ///< consumer rebuilds that answered a stall
+  bool store_available = true;  ///< false while intake waits for the store
+  uint64_t dispatched = 0;      ///< acked after a durable start or signal
+  uint64_t dead_lettered = 0;   ///< recorded as poison
+  uint64_t retried = 0;         ///< left for redelivery
+};
+
 /// Why a pass failed (ConnectorError::kind).
 enum class ConnectorErrorKind {
   kStalled,  ///< a partition's commit prefix cannot advance (carries `stall`)
@@ -222,6 +247,9 @@ class ConnectorRuntime {
   [[nodiscard]] size_t held() const;
   /// Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
   [[nodiscard]] uint64_t recoveries() const { return recoveries_; }
+  /// The binding's live state. Thread-safe: any thread (an HTTP handler)
+  /// may call it while the consumer thread runs.
+  [[nodiscard]] BindingStatus status() const;
 
  private:
   /// kHold: the store is unreachable — not the message's fault; the message
@@ -288,6 +316,20 @@ class ConnectorRuntime {
   std::unique_ptr<LagSampler> lag_;
   std::unique_ptr<StoreOutage> outage_;
   uint64_t recoveries_ = 0;
+  /// What status() reads from other threads; written by the consumer thread.
+  struct Live {
+    std::atomic<bool> running{false};
+    std::atomic<bool> store_down{false};
+    std::atomic<size_t> in_flight{0};
+    std::atomic<int64_t> last_pass_ms{-1};  ///< Unix ms; -1 before the first pass
+    std::atomic<uint64_t> stalls{0};
+    std::atomic<uint64_t> rebuilds{0};
+    std::atomic<uint64_t> dispatched{0};
+    std::atomic<uint64_t> dead_lettered{0};
+    std::atomic<uint64_t> retried{0};
+  };
+  std::unique_ptr<Live> live_;
+  std::string subscription_;
   /// Rebuild back-off on the runtime's own evidence (CON-18), per partition:
   /// the committed position of each partition (the offset after the last
   /// acked prefix head), and, for a partition whose stall rebuilt the source,

@@ -16,6 +16,11 @@ namespace harvest::connector {
 Status ConnectorRuntime::run(std::stop_token stop) {
   auto backoff = config_.idle_backoff;
   const auto max_backoff = std::chrono::milliseconds(30000);
+  live_->running = true;
+  struct NotRunning {
+    Live& live;
+    ~NotRunning() { live.running = false; }
+  } on_return{*live_};
   while (!stop.stop_requested()) {
     auto pass = run_once();
     if (pass) {
@@ -72,6 +77,7 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // stale wedge without receiving. Strikes are kept so a repeatedly
       // rejected message still reaches its threshold.
       ++recoveries_;
+      ++live_->rebuilds;
       rebuilt_[stalled_on] = Rebuilt{position, next_pause};
       metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
       tracker_->clear();

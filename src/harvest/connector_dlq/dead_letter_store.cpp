@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <regex>
 
 #include <harvest/common/ids.hpp>
+#include <harvest/common/strings.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/store/pg.hpp>
 
@@ -76,23 +76,6 @@ std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
     });
   }
   return out;
-}
-
-// RFC 3339 with a date PostgreSQL accepts: checked here so a bad value is a
-// 400 naming the field, never a database error.
-bool is_timestamp(const std::string& s) {
-  static const std::regex kShape(
-      R"(^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$)");
-  std::smatch m;
-  if (!std::regex_match(s, m, kShape)) return false;
-  const auto num = [&](int g) { return std::stoi(m[g].str()); };
-  const std::chrono::year_month_day date{std::chrono::year(num(1)),
-                                         std::chrono::month(static_cast<unsigned>(num(2))),
-                                         std::chrono::day(static_cast<unsigned>(num(3)))};
-  if (!date.ok() || num(1) < 1) return false;
-  if (num(4) > 23 || num(5) > 59 || num(6) > 59) return false;
-  if (m[9].matched && (num(9) > 23 || num(10) > 59)) return false;
-  return true;
 }
 
 Status check_text(const std::optional<std::string>& v, std::string_view field) {

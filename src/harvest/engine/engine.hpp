@@ -121,6 +121,10 @@ class Engine {
   [[nodiscard]] Result<ExecutionView> get_execution(const std::string& execution_id);
   /// Newest first; a filter value that matches nothing yields an empty page.
   [[nodiscard]] Result<ExecutionPage> list_executions(const ExecutionFilter& filter);
+  /// Runs by workflow and status over every shard, and the runs started and
+  /// closed within the last `window` (1 s to 1 h; others are a bad request).
+  [[nodiscard]] Result<RunOverview> overview(
+      std::chrono::seconds window = std::chrono::seconds(60));
   /// Runs that exhausted their retries and have not been replayed (ENG-14).
   [[nodiscard]] Result<std::vector<EngineDeadLetter>> list_dead_letters(size_t limit = 100);
   /// Re-runs a dead-lettered execution from its recorded history (steps that

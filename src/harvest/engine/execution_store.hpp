@@ -328,6 +328,9 @@ class ExecutionStore {
       const ExecutionFilter& filter, const std::optional<std::string>& cursor_us,
       const std::optional<std::string>& cursor_id, size_t limit);
   [[nodiscard]] Result<long long> runnable_count();
+  // Adds this shard's counts into `into` (runs by workflow and status, and
+  // the runs started and closed within `into.window`).
+  [[nodiscard]] Status overview(RunOverview& into);
   [[nodiscard]] Result<std::vector<EngineDeadLetter>> dead_letters(size_t limit);
   // Marks the dead letter replayed and makes the run pending again (in the
   // caller's transaction). kNotFound / kConflict name what was wrong.

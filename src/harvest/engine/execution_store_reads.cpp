@@ -23,11 +23,16 @@ Result<bool> ExecutionStore::exists(const std::string& execution_id) {
 
 Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& execution_id) {
   auto r = conn_.exec(
-      "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
-      "output, error, start_source, start_source_ref, start_trace::text AS start_trace, attempt, "
-      "run_no, NOT superseded AS current "
-      "FROM harvest_workflow_executions "
-      "WHERE id = $1::uuid",
+      fmt::format(
+          "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
+          "output, error, start_source, start_source_ref, start_trace::text AS start_trace, "
+          "attempt, run_no, NOT superseded AS current, lease_owner, "
+          "to_char(lease_expires_at AT TIME ZONE 'UTC', {0}) AS lease_expires, "
+          "to_char(created_at AT TIME ZONE 'UTC', {0}) AS created, "
+          "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS completed "
+          "FROM harvest_workflow_executions "
+          "WHERE id = $1::uuid",
+          kIsoUtc),
       {execution_id});
   if (!r) return fail(r.error());
   if (r->empty()) return std::optional<ExecutionView>{};
@@ -46,10 +51,19 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
   v.attempt = static_cast<int>(r->get_int(0, "attempt"));
   v.run_no = static_cast<int>(r->get_int(0, "run_no"));
   v.current = r->get_bool(0, "current");
-  auto ev = conn_.exec(
-      "SELECT id, op_seq, kind, name, payload::text AS payload FROM harvest_workflow_events "
-      "WHERE execution_id = $1 ORDER BY id",
-      {v.id});
+  // A lease is shown while it is held (an expired one is free to take).
+  if (v.status == "running") {
+    v.lease_owner = r->get_opt(0, "lease_owner");
+    v.lease_expires_at = r->get_opt(0, "lease_expires");
+  }
+  v.created_at = r->get(0, "created");
+  v.completed_at = r->get_opt(0, "completed");
+  auto ev =
+      conn_.exec(fmt::format("SELECT id, op_seq, kind, name, payload::text AS payload, "
+                             "to_char(created_at AT TIME ZONE 'UTC', {}) AS recorded "
+                             "FROM harvest_workflow_events WHERE execution_id = $1 ORDER BY id",
+                             kIsoUtc),
+                 {v.id});
   if (!ev) return fail(ev.error());
   for (int i = 0; i < ev->rows(); ++i) {
     HistoryEvent h;
@@ -57,6 +71,7 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
     if (!ev->is_null(i, "op_seq")) h.op_seq = static_cast<int>(ev->get_int(i, "op_seq"));
     h.kind = ev->get(i, "kind");
     h.name = ev->get_opt(i, "name");
+    h.recorded_at = ev->get_opt(i, "recorded");
     if (auto p = ev->get_opt(i, "payload")) {
       h.payload = Json::parse(*p);
     } else if (h.kind == "WorkflowCompleted") {
@@ -73,11 +88,44 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
                    .op_seq = std::nullopt,
                    .kind = "WorkflowStarted",
                    .name = v.workflow_name,
-                   .payload = Json::object()};
+                   .payload = Json::object(),
+                   .recorded_at = v.created_at};
     h.payload["start_source"] = v.start_source;
     h.payload["start_source_ref"] = v.start_source_ref ? Json(*v.start_source_ref) : Json(nullptr);
     if (auto t = r->get_opt(0, "start_trace")) h.payload["trace"] = Json::parse(*t);
     v.history.insert(v.history.begin(), std::move(h));
+  }
+  if (v.workflow_id) {
+    auto runs = conn_.exec(
+        "SELECT count(*) AS runs, "
+        "(SELECT id::text FROM harvest_workflow_executions WHERE workflow_name = $1 AND "
+        "  workflow_id = $2 AND run_no < $3 ORDER BY run_no DESC LIMIT 1) AS previous, "
+        "(SELECT id::text FROM harvest_workflow_executions WHERE workflow_name = $1 AND "
+        "  workflow_id = $2 AND run_no > $3 ORDER BY run_no LIMIT 1) AS next "
+        "FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2",
+        {v.workflow_name, *v.workflow_id, std::to_string(v.run_no)});
+    if (!runs) return fail(runs.error());
+    v.runs = static_cast<int>(runs->get_int(0, "runs"));
+    v.previous_run = runs->get_opt(0, "previous");
+    v.next_run = runs->get_opt(0, "next");
+  }
+  // Unread: delivered, and no SignalReceived event of this run names it.
+  auto unread = conn_.exec(
+      fmt::format(
+          "SELECT s.id, s.name, s.payload::text AS payload, "
+          "to_char(s.created_at AT TIME ZONE 'UTC', {}) AS received "
+          "FROM harvest_signals s WHERE s.execution_id = $1::uuid AND NOT EXISTS ("
+          "  SELECT 1 FROM harvest_workflow_events ev WHERE ev.execution_id = s.execution_id "
+          "  AND ev.kind = 'SignalReceived' AND (ev.payload->>'signal_id')::bigint = s.id) "
+          "ORDER BY s.id LIMIT 100",
+          kIsoUtc),
+      {v.id});
+  if (!unread) return fail(unread.error());
+  for (int i = 0; i < unread->rows(); ++i) {
+    v.unread_signals.push_back(UnreadSignal{.id = unread->get_int(i, "id"),
+                                            .name = unread->get(i, "name"),
+                                            .payload = Json::parse(unread->get(i, "payload")),
+                                            .received_at = unread->get(i, "received")});
   }
   return std::optional<ExecutionView>{std::move(v)};
 }
@@ -93,12 +141,20 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
           "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS completed "
           "FROM harvest_workflow_executions WHERE ($1::text IS NULL OR workflow_name = $1) "
           "AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR start_source = $3) "
-          "AND ($4::bigint IS NULL OR ((extract(epoch FROM created_at) * 1000000)::bigint, "
-          "id::text) < ($4::bigint, $5::text)) "
+          "AND ($7::text IS NULL OR workflow_id = $7) "
+          "AND ($8::text IS NULL OR starts_with(workflow_id, $8)) "
+          "AND ($9::text IS NULL OR start_source_ref = $9) "
+          "AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz) "
+          "AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz) "
+          // The cursor as a row comparison on (created_at, id), which the
+          // harvest_executions_created index serves; microseconds are exact.
+          "AND ($4::bigint IS NULL OR (created_at, id) < ('epoch'::timestamptz + $4::bigint * "
+          "interval '1 microsecond', $5::uuid)) "
           "ORDER BY created_at DESC, id DESC LIMIT $6",
           kIsoUtc),
       {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
-       std::to_string(limit)});
+       std::to_string(limit), filter.workflow_id, filter.workflow_id_prefix,
+       filter.start_source_ref, filter.since, filter.until});
   if (!r) return fail(r.error());
   std::vector<ListedExecution> out;
   for (int i = 0; i < r->rows(); ++i) {
@@ -125,6 +181,29 @@ Result<long long> ExecutionStore::runnable_count() {
       "AND run_after <= now()");
   if (!r) return fail(r.error());
   return std::stoll(r->get(0, 0));
+}
+
+Status ExecutionStore::overview(RunOverview& into) {
+  auto counts = conn_.exec(
+      "SELECT workflow_name, status, count(*) AS n FROM harvest_workflow_executions "
+      "GROUP BY workflow_name, status");
+  if (!counts) return fail(counts.error());
+  for (int i = 0; i < counts->rows(); ++i) {
+    into.runs.push_back(RunOverview::Count{.workflow = counts->get(i, "workflow_name"),
+                                           .status = counts->get(i, "status"),
+                                           .count = counts->get_int(i, "n")});
+  }
+  // Both windows read an index (created_at; completed_at, closed runs).
+  auto recent = conn_.exec(
+      "SELECT (SELECT count(*) FROM harvest_workflow_executions WHERE created_at > now() - "
+      "  $1 * interval '1 second') AS started, "
+      "(SELECT count(*) FROM harvest_workflow_executions WHERE completed_at > now() - "
+      "  $1 * interval '1 second' AND status IN " HARVEST_CLOSED_STATUSES ") AS completed",
+      {std::to_string(into.window.count())});
+  if (!recent) return fail(recent.error());
+  into.started += recent->get_int(0, "started");
+  into.completed += recent->get_int(0, "completed");
+  return {};
 }
 
 Result<std::vector<EngineDeadLetter>> ExecutionStore::dead_letters(size_t limit) {

@@ -3,14 +3,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
+#include <harvest/common/ids.hpp>
 #include <harvest/common/log.hpp>
+#include <harvest/common/strings.hpp>
 #include <harvest/engine/admission.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
 #include <harvest/engine/work_signal.hpp>
 
 namespace harvest::engine {
+
+namespace {
+
+// Longest filter value accepted: ids, names and coordinates are far shorter.
+constexpr size_t kMaxFilterText = 1024;
+
+}  // namespace
 
 Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
   auto where = locate(execution_id);
@@ -53,8 +63,27 @@ Result<ExecutionPage> Engine::list_executions(const ExecutionFilter& filter) {
     if (bar == std::string::npos) return fail(Error::bad_request("malformed cursor"));
     cursor_us = filter.cursor->substr(0, bar);
     cursor_id = filter.cursor->substr(bar + 1);
-    if (cursor_us->empty() || cursor_us->find_first_not_of("0123456789") != std::string::npos) {
+    if (cursor_us->empty() || cursor_us->size() > 18 ||
+        cursor_us->find_first_not_of("0123456789") != std::string::npos || !is_uuid(*cursor_id)) {
       return fail(Error::bad_request("malformed cursor"));
+    }
+  }
+  for (const auto& [v, field] : {std::pair{&filter.since, "since"}, {&filter.until, "until"}}) {
+    if (*v && !is_timestamp(**v)) {
+      return fail(Error::bad_request(
+          fmt::format("'{}' must be an RFC 3339 timestamp such as 2026-12-04T06:00:00Z", field)));
+    }
+  }
+  for (const auto& [v, field] : {std::pair{&filter.workflow, "workflow"},
+                                 {&filter.status, "status"},
+                                 {&filter.start_source, "start_source"},
+                                 {&filter.workflow_id, "workflow_id"},
+                                 {&filter.workflow_id_prefix, "workflow_id_prefix"},
+                                 {&filter.start_source_ref, "start_source_ref"}}) {
+    if (*v && (v->value().size() > kMaxFilterText || !is_valid_utf8(**v) ||
+               v->value().find('\0') != std::string::npos)) {
+      return fail(Error::bad_request(
+          fmt::format("'{}' must be at most {} bytes of UTF-8 text", field, kMaxFilterText)));
     }
   }
   std::vector<ListedExecution> all;
@@ -78,6 +107,26 @@ Result<ExecutionPage> Engine::list_executions(const ExecutionFilter& filter) {
     page.next_cursor = fmt::format("{}|{}", last.created_us, last.summary.id);
   }
   return page;
+}
+
+Result<RunOverview> Engine::overview(std::chrono::seconds window) {
+  if (window < std::chrono::seconds(1) || window > std::chrono::hours(1)) {
+    return fail(Error::bad_request("the overview window must be 1 s to 1 h"));
+  }
+  RunOverview out{.runs = {}, .window = window, .started = 0, .completed = 0};
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    if (auto ok = ExecutionStore(**conn).overview(out); !ok) return fail(ok.error());
+  }
+  // Shards hold disjoint runs of the same workflows: merge their counts.
+  std::map<std::pair<std::string, std::string>, long long> merged;
+  for (auto& c : out.runs) merged[{c.workflow, c.status}] += c.count;
+  out.runs.clear();
+  for (auto& [key, n] : merged) {
+    out.runs.push_back(RunOverview::Count{.workflow = key.first, .status = key.second, .count = n});
+  }
+  return out;
 }
 
 Result<std::vector<EngineDeadLetter>> Engine::list_dead_letters(size_t limit) {

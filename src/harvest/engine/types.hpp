@@ -295,6 +295,17 @@ struct HistoryEvent {
   std::string kind;                 ///< e.g. "StepCompleted", "SignalReceived", "WorkflowCompleted"
   std::optional<std::string> name;  ///< the step, signal, lock or child workflow name
   Json payload;                     ///< the recorded result or details; null when none
+  /// When the event was recorded (ISO 8601, UTC); for the implied
+  /// WorkflowStarted, when the run was created.
+  std::optional<std::string> recorded_at;
+};
+
+/// A signal delivered to a run and not yet consumed by it.
+struct UnreadSignal {
+  long long id = 0;         ///< delivery order
+  std::string name;         ///< the signal name
+  Json payload;             ///< what the sender sent
+  std::string received_at;  ///< ISO 8601, UTC
 };
 
 /// One run with its full history (`Engine::get_execution`, ENG-12).
@@ -316,6 +327,17 @@ struct ExecutionView {
   std::optional<TraceContext> start_trace;  ///< the producer's trace, when the start carried one
   int attempt = 1;                          ///< the current attempt, from 1; a retry adds one
   std::vector<HistoryEvent> history;        ///< every recorded event, oldest first
+  std::optional<std::string> lease_owner;   ///< the worker holding the run, while one does
+  std::optional<std::string> lease_expires_at;  ///< ISO 8601, UTC; with lease_owner
+  std::string created_at;                       ///< ISO 8601, UTC
+  std::optional<std::string> completed_at;      ///< ISO 8601, UTC; unset while open
+  /// The workflow id's runs (entities carry unread signals into a next run):
+  /// how many there are, and this run's neighbours by run number.
+  int runs = 1;
+  std::optional<std::string> previous_run;
+  std::optional<std::string> next_run;
+  /// Signals delivered and not yet read, oldest first (at most 100).
+  std::vector<UnreadSignal> unread_signals;
 };
 
 /// Listing executions (newest first), with filters and cursor paging.
@@ -324,7 +346,17 @@ struct ExecutionFilter {
   std::optional<std::string> workflow;      ///< workflow name
   std::optional<std::string> status;        ///< as in ExecutionView::status
   std::optional<std::string> start_source;  ///< as in ExecutionView::start_source
-  size_t limit = 50;                        ///< capped at 500
+  std::optional<std::string> workflow_id;   ///< business identity, exactly
+  /// Business identities starting with this text (a literal prefix: `%` and
+  /// `_` match themselves).
+  std::optional<std::string> workflow_id_prefix;
+  /// Provenance, exactly: broker coordinates such as `topic:partition:offset`
+  /// or an SQS message id (ExecutionView::start_source_ref).
+  std::optional<std::string> start_source_ref;
+  /// Created at or after `since` and before `until` (ISO 8601 timestamps).
+  std::optional<std::string> since;
+  std::optional<std::string> until;
+  size_t limit = 50;  ///< capped at 500
   /// The `next_cursor` of the previous page.
   std::optional<std::string> cursor;
 };
@@ -341,6 +373,20 @@ struct ExecutionSummary {
   std::string created_at;                       ///< ISO 8601, UTC
   std::optional<std::string> completed_at;      ///< ISO 8601, UTC; unset while open
   int shard = 0;                                ///< index of the shard holding the run (ENG-15)
+};
+
+/// How many runs there are by workflow and status, and how many started and
+/// closed over a recent window (`Engine::overview`).
+struct RunOverview {
+  struct Count {
+    std::string workflow;  ///< workflow name
+    std::string status;    ///< as in ExecutionView::status
+    long long count = 0;   ///< runs in that state, over every shard
+  };
+  std::vector<Count> runs;          ///< sorted by workflow, then status
+  std::chrono::seconds window{60};  ///< the window of the two counts below
+  long long started = 0;            ///< runs created within the window
+  long long completed = 0;          ///< runs closed within the window
 };
 
 /// One page of `Engine::list_executions`.

@@ -1,3 +1,4 @@
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,6 +16,36 @@ namespace harvest::plugin {
 
 using connector::BindingKind;
 using connector::IdempotencyMode;
+
+#if HARVEST_WITH_API
+namespace {
+
+api::BindingOverview overview_of(const connector::BindingStatus& s) {
+  api::BindingOverview o{.binding = s.binding,
+                         .kind = s.kind,
+                         .stream = s.stream,
+                         .workflow = s.workflow,
+                         .subscription = s.subscription,
+                         .running = s.running,
+                         .lag = s.lag,
+                         .in_flight = s.in_flight,
+                         .last_pass_at = std::nullopt,
+                         .stalls = s.stalls,
+                         .rebuilds = s.rebuilds,
+                         .store_available = s.store_available,
+                         .dispatched = s.dispatched,
+                         .dead_lettered = s.dead_lettered,
+                         .retried = s.retried};
+  if (s.last_pass) {
+    o.last_pass_at =
+        fmt::format("{:%Y-%m-%dT%H:%M:%S}Z",
+                    std::chrono::time_point_cast<std::chrono::milliseconds>(*s.last_pass));
+  }
+  return o;
+}
+
+}  // namespace
+#endif
 
 ValidationReport validate_connectors(const std::vector<ConnectorSpec>& specs,
                                      const ValidationContext& ctx) {
@@ -248,6 +279,15 @@ void HarvestApp::start() {
   }
 #if HARVEST_WITH_API
   if (api_config_ && !api_server_) {
+    // The console's binding overview reads the runtimes this app owns; the
+    // server stops (stop(), first) before they go.
+    if (!api_config_->bindings) {
+      api_config_->bindings = [this] {
+        std::vector<api::BindingOverview> out;
+        for (const auto& rt : runtimes_) out.push_back(overview_of(rt->status()));
+        return out;
+      };
+    }
     auto server = std::make_unique<api::HttpServer>(*engine_, *api_config_);
     if (auto ok = server->start(); !ok) {
       throw ConfigError("harvest cannot serve its HTTP API: " + ok.error().message);

@@ -1,0 +1,327 @@
+// The web console in a real browser (Debian's Chromium, driven by
+// playwright-core; no downloaded browser build), against the real services
+// scripts/test.sh starts: PostgreSQL and Kafka. console_app (beside this
+// file) is the application: a Kafka binding starting `fulfil_order` runs,
+// plus workflows to cancel and to dead-letter.
+//
+//   node --test console.test.mjs
+// Environment: HARVEST_TEST_DATABASE_URL, HARVEST_TEST_KAFKA_BOOTSTRAP,
+// CONSOLE_APP (the binary), CONSOLE_SCREENSHOTS (a directory), CHROMIUM
+// (default /usr/bin/chromium).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chromium } from 'playwright-core';
+
+const require = createRequire(import.meta.url);
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const APP = process.env.CONSOLE_APP;
+const ADMIN_URL = process.env.HARVEST_TEST_DATABASE_URL;
+const KAFKA = process.env.HARVEST_TEST_KAFKA_BOOTSTRAP;
+const SHOTS = process.env.CONSOLE_SCREENSHOTS ?? '/tmp/harvest-console-screenshots';
+const TOKEN = 'console-test-token-7f3a';
+const suffix = `${process.pid}_${Date.now()}`;
+const DB = `console_${suffix}`;
+const DB_URL = ADMIN_URL.replace(/\/[^/]*$/, `/${DB}`);
+const TOPIC = `console-orders-${suffix}`;
+
+let port;
+let app;  // the running console_app serve
+let appLog = '';
+let manifest;  // record label -> coordinates
+let browser;
+let page;
+const consoleErrors = [];
+
+function sql(query) {
+  return execFileSync('psql', [DB_URL, '-qXtAc', query], { encoding: 'utf8' }).trim();
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+async function eventually(what, fn, timeoutMs = 60000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last})\n--- app log ---\n${appLog.slice(-4000)}`);
+}
+
+async function startApp(version) {
+  app = spawn(APP, ['serve'], {
+    env: {
+      ...process.env,
+      HARVEST_DATABASE_URL: DB_URL,
+      KAFKA_BOOTSTRAP: KAFKA,
+      CONSOLE_TOPIC: TOPIC,
+      CONSOLE_APP_VERSION: String(version),
+      HARVEST_HTTP_PORT: String(port),
+      HARVEST_API_TOKEN: TOKEN,
+      HARVEST_PROFILE: 'dev',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  app.stdout.on('data', (d) => (appLog += d));
+  app.stderr.on('data', (d) => (appLog += d));
+  await eventually('the app to serve', async () => {
+    const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+    return r.status === 200;
+  });
+}
+
+async function stopApp() {
+  if (!app || app.exitCode !== null) return;
+  const exited = new Promise((r) => app.once('exit', r));
+  app.kill('SIGTERM');
+  await exited;
+}
+
+async function api(method, path, body) {
+  const r = await fetch(`http://127.0.0.1:${port}/api/harvest${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+// Opens a console page and waits for its heading.
+async function open(hash) {
+  await page.goto(`http://127.0.0.1:${port}/ui/${hash}`);
+  await page.locator('main h1').first().waitFor();
+}
+
+async function shoot(name, fullPage = false) {
+  await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage });
+}
+
+// axe-core in the page (evaluated over the DevTools protocol, which the
+// page's Content-Security-Policy does not govern): no serious or critical
+// violation.
+async function checkAccessibility(label) {
+  const violations = await page.evaluate(async (source) => {
+    if (!window.axe) (0, eval)(source);
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  }, AXE);
+  assert.deepEqual(violations, [], `accessibility on ${label}`);
+}
+
+// No script planted in data ran, and the page did not grow sideways.
+async function checkInert(label) {
+  assert.equal(await page.evaluate(() => window.__pwned), undefined, `a planted script ran on ${label}`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 2, `${label} scrolls sideways by ${overflow}px`);
+}
+
+before(async () => {
+  assert.ok(APP && ADMIN_URL && KAFKA, 'CONSOLE_APP, HARVEST_TEST_DATABASE_URL and HARVEST_TEST_KAFKA_BOOTSTRAP');
+  mkdirSync(SHOTS, { recursive: true });
+  execFileSync('psql', [ADMIN_URL, '-qXc', `CREATE DATABASE ${DB}`]);
+  port = await freePort();
+  const out = execFileSync(APP, ['produce'], {
+    env: { ...process.env, KAFKA_BOOTSTRAP: KAFKA, CONSOLE_TOPIC: TOPIC },
+    encoding: 'utf8',
+  });
+  manifest = JSON.parse(out.trim().split('\n').pop());
+  await startApp(1);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(`${m.text()} @ ${m.location().url}`);
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await stopApp();
+  try {
+    execFileSync('psql', [ADMIN_URL, '-qXc', `DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`]);
+  } catch {
+    // the cluster goes with the test run anyway
+  }
+});
+
+test('the console asks for the token, and a wrong one shows the 401 without leaking it', async () => {
+  await page.goto(`http://127.0.0.1:${port}/ui/#/overview`);
+  const dialog = page.locator('#token-dialog');
+  await dialog.waitFor({ state: 'visible' });
+  await page.fill('#token', 'not-the-token');
+  await page.click('#token-save');
+  const alert = page.locator('#auth-error');
+  await alert.waitFor({ state: 'visible' });
+  const text = await alert.textContent();
+  assert.match(text, /401/);
+  assert.ok(!text.includes(TOKEN) && !text.includes('not-the-token'), text);
+  await shoot('token');
+  await checkAccessibility('the token dialog');
+  // The right token: the page renders.
+  if (!(await dialog.isVisible())) await page.click('#token-button');
+  await page.fill('#token', TOKEN);
+  await page.click('#token-save');
+  await page.locator('#bindings').waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('harvest.token')), TOKEN);
+  assert.equal(await page.evaluate(() => document.cookie), '');
+  consoleErrors.length = 0;  // the deliberate 401s above are logged by the browser
+});
+
+test('the overview shows the binding, its lag reaching 0', async () => {
+  await open('#/overview');
+  const row = page.locator('#bindings tr[data-binding="orders"]');
+  await eventually('lag 0 on the overview', async () =>
+    (await row.locator('[data-field="lag"]').textContent()).trim() === '0');
+  assert.match(await row.locator('[data-field="stream"]').textContent(), new RegExp(TOPIC));
+  await page.locator('#runs-by-status').waitFor();
+  await shoot('overview');
+  await checkAccessibility('overview');
+});
+
+test('a poison record is found by its coordinates and its payload shown byte-exact', async () => {
+  await open('#/connector-dead-letters?binding=orders');
+  const row = page.locator(`#connector-dead-letters tr[data-coordinates="${manifest.poison}"]`);
+  await eventually('the poison dead letter listed', async () => {
+    await open('#/connector-dead-letters?binding=orders');
+    return (await row.count()) === 1;
+  });
+  await shoot('connector-dead-letters');
+  await checkAccessibility('connector dead letters');
+  await row.locator('a').first().click();
+  await page.locator('#payload-hex').waitFor({ state: 'attached' });
+  const expected = Buffer.concat([
+    Buffer.from('not json \0 ', 'latin1'), Buffer.from([0xff, 0xfe]), Buffer.from(' ', 'latin1'),
+    Buffer.from('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">' +
+      '<a href="javascript:window.__pwned=1">x</a> \u202Egnp.exe', 'utf8'),
+  ]);
+  const hex = await page.locator('#payload-hex').textContent();
+  assert.equal(bytesOfHexDump(hex), expected.toString('hex'));
+  assert.match(await page.locator('[data-field="payload_bytes"]').textContent(), new RegExp(`${expected.length}`));
+  await shoot('connector-dead-letter');
+  await checkAccessibility('connector dead letter');
+  await checkInert('the poison dead letter');
+});
+
+test('a run is found by the record that started it, and its timeline shows the steps', async () => {
+  await open(`#/executions?source_ref=${encodeURIComponent(manifest.good3)}`);
+  const rows = page.locator('#executions tr[data-execution-id]');
+  await eventually('the run of good3', async () => {
+    await open(`#/executions?source_ref=${encodeURIComponent(manifest.good3)}`);
+    return (await rows.count()) === 1;
+  });
+  await shoot('executions');
+  await checkAccessibility('executions');
+  const id = await rows.first().getAttribute('data-execution-id');
+  assert.equal(sql(`SELECT start_source_ref FROM harvest_workflow_executions WHERE id = '${id}'`), manifest.good3);
+  await eventually('the run completed', async () =>
+    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'completed');
+  await open(`#/executions/${id}`);
+  const steps = page.locator('#timeline li[data-kind="StepCompleted"]');
+  assert.equal(await steps.count(), 2);
+  assert.match(await steps.nth(0).textContent(), /reserve/);
+  assert.match(await steps.nth(1).textContent(), /charge/);
+  assert.equal(await page.locator('#timeline li[data-kind="WorkflowStarted"]').count(), 1);
+  assert.equal(await page.locator('#timeline li[data-kind="WorkflowCompleted"]').count(), 1);
+  assert.match(await page.locator('[data-field="status"]').first().textContent(), /completed/);
+  // Provenance: the producer's trace id, linked through the configured template.
+  const trace = page.locator('[data-field="trace"] a');
+  assert.equal(await trace.getAttribute('href'),
+    'http://127.0.0.1:16686/trace/4bf92f3577b34da6a3ce929d0e0e4733');
+  await shoot('execution', true);
+  await checkAccessibility('execution');
+});
+
+test('a waiting run cancelled from the console is cancelled in PostgreSQL', async () => {
+  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: 'approval-1', input: {} });
+  assert.equal(started.status, 201);
+  const id = started.json.execution_id;
+  await eventually('the run waiting', async () =>
+    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'waiting');
+  await open(`#/executions/${id}`);
+  await page.click('#cancel');
+  await page.fill('#stop-reason', 'cancelled from the browser test');
+  await page.click('#confirm-stop');
+  await eventually('the run cancelled', async () =>
+    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'cancelled');
+  await page.locator('#action-status').waitFor();
+});
+
+test('hostile content in ids, payloads and error texts stays inert text', async () => {
+  const failed = await api('POST', '/workflows/always_fails/start', { workflow_id: 'fails-1', input: {} });
+  assert.equal(failed.status, 201);
+  await eventually('the engine dead letter', async () =>
+    sql(`SELECT count(*) FROM harvest_engine_dead_letters WHERE execution_id = '${failed.json.execution_id}'`) === '1');
+  await open('#/dead-letters');
+  await page.locator(`#dead-letters tr[data-execution-id="${failed.json.execution_id}"]`).waitFor();
+  await checkInert('engine dead letters');
+  await shoot('dead-letters');
+  await checkAccessibility('engine dead letters');
+  await open(`#/executions/${failed.json.execution_id}`);
+  await checkInert('a failed run with a 1 MiB hostile error');
+  // The hostile record's run: its id, input and key are markup.
+  const hostileId = sql(`SELECT id FROM harvest_workflow_executions WHERE start_source_ref = '${manifest.hostile}'`);
+  assert.ok(hostileId, 'the hostile record started a run');
+  await open(`#/executions?workflow_id_prefix=${encodeURIComponent('order-<script>')}`);
+  assert.equal(await page.locator('#executions tr[data-execution-id]').count(), 1);
+  await checkInert('executions with a hostile workflow id');
+  await open(`#/executions/${hostileId}`);
+  assert.match(await page.locator('#input').textContent(), /<script>window.__pwned=1<\/script>/);
+  await checkInert('the hostile run');
+  await page.locator('#signal-name').waitFor({ state: 'attached' });
+});
+
+test('a dead letter of a fixable condition, replayed from the console after the fix, starts exactly one run', async () => {
+  const dl = await eventually('the fixable record dead-lettered', async () =>
+    sql(`SELECT id FROM harvest_connector_dead_letters WHERE coordinates = '${manifest.fixable}'`));
+  assert.equal(sql("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = 'order-U1'"), '0');
+  await stopApp();
+  await startApp(2);  // the new version accepts the currency
+  await open(`#/connector-dead-letters/${dl}`);
+  await page.click('#replay');
+  await page.click('#confirm-replay');
+  await page.locator('#action-status').waitFor();
+  await eventually('one run from the replay', async () =>
+    sql("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = 'order-U1'") === '1');
+  await eventually('the replay recorded', async () =>
+    sql(`SELECT replay_outcome FROM harvest_connector_dead_letters WHERE id = '${dl}'`) === 'started');
+  assert.equal(sql("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = 'order-U1'"), '1');
+});
+
+test('no page logged a JavaScript error', () => {
+  assert.deepEqual(consoleErrors, []);
+});
+
+// The bytes of the console's hex dump: each line is an offset, then up to 16
+// two-digit hex bytes, then the printable column.
+function bytesOfHexDump(text) {
+  let out = '';
+  for (const line of text.split('\n')) {
+    const m = line.match(/^[0-9a-f]{8}\s+((?:[0-9a-f]{2}\s+){0,15}[0-9a-f]{2})/i);
+    if (m) out += m[1].replace(/\s+/g, '').toLowerCase();
+  }
+  return out;
+}
