@@ -221,6 +221,12 @@ test('a poison record is found by its coordinates and its payload shown byte-exa
   const hex = await page.locator('#payload-hex').textContent();
   assert.equal(bytesOfHexDump(hex), expected.toString('hex'));
   assert.match(await page.locator('[data-field="payload_bytes"]').textContent(), new RegExp(`${expected.length}`));
+  // The record key and headers, as text, or hex for bytes that are not UTF-8.
+  assert.equal((await page.locator('#message-key [data-field="key"]').textContent()).trim(), 'poison-key');
+  const note = page.locator('#message-headers tr[data-header-name="x-note"] [data-field="value"]');
+  assert.match(await note.textContent(), /<script>window\.__pwned=1<\/script>/);
+  const binary = page.locator('#message-headers tr[data-header-name="x-binary"] [data-field="value"]');
+  assert.equal((await binary.textContent()).trim(), '01 00 fe');
   await shoot('connector-dead-letter');
   await checkAccessibility('connector dead letter');
   await checkInert('the poison dead letter');

@@ -74,7 +74,12 @@ int produce() {
   }
   // Poison: not JSON, with a NUL, invalid UTF-8 and markup in its bytes.
   std::string poison = std::string("not json \0 \xff\xfe ", 14) + kHostile;
-  if (!send("poison", Record{.payload = poison})) return 1;
+  if (!send("poison", Record{.key = std::string("poison-key"),
+                             .payload = poison,
+                             .headers = {{"x-note", kHostile},
+                                         {"x-binary", std::string("\x01\x00\xfe", 3)}}})) {
+    return 1;
+  }
   // A currency version 1 refuses and version 2 accepts.
   Json usd = {{"order_id", "U1"}, {"total_cents", 4200}, {"currency", "USD"}};
   if (!send("fixable", Record{.payload = usd.dump()})) return 1;

@@ -2,6 +2,7 @@
 // dispatch path where the binding runs (MockSource, real PostgreSQL): the
 // operator marks rows, the runtime maps the stored payload and starts it
 // under the original dedupe key, and records who/when/outcome.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -103,6 +104,68 @@ TEST_F(DeadLetterReplayTest, a_fixed_dead_letter_replays_to_exactly_one_executio
   EXPECT_EQ(nothing->claimed, 0u);
   EXPECT_EQ(executions(), 1);
   EXPECT_EQ(only_row().replay_requested_by, "alice");
+}
+
+// Issue 33: a dead letter keeps the record key and headers byte for byte
+// (the console shows them), and a replay hands them to the mapper again.
+TEST_F(DeadLetterReplayTest, the_key_and_headers_are_kept_exactly_and_a_replay_maps_with_them) {
+  auto seen = std::make_shared<std::string>();
+  auto b = SourceBinding::starts("orders", "orders.placed", "fulfil_order");
+  b.map_json([accept = accept_, seen](const MessageCtx& ctx, Order o) -> MapResult {
+    *seen = std::string(ctx.header("tenant").value_or("-")) + "/" + ctx.key().value_or("-");
+    if (!*accept) return std::unexpected("unknown customer");
+    return MappedMessage{"order-" + o.order_id, o};
+  });
+  b.poison_threshold(1);
+  auto rt = runtime(b, source_, {}, false);
+  rt->with_dead_letter_sink(std::make_shared<PostgresDeadLetterSink>(engine_->pool()));
+  rt->with_replay_store(store_);
+  const std::string binary_key("k\0\xff", 3);
+  const std::string binary_value("\x01\x00\xfe", 3);
+  source_->push_kafka(0, 0, order_json("h-1"), binary_key,
+                      {{"tenant", "acme"}, {"blob", binary_value}, {"tenant", "second"}});
+  auto pass = rt->run_once();
+  ASSERT_TRUE(pass) << pass.error().message;
+  ASSERT_EQ(pass->dead_lettered, 1u);
+  auto row = only_row();
+  EXPECT_EQ(row.key, binary_key);
+  using H = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(row.headers, (H{{"tenant", "acme"}, {"blob", binary_value}, {"tenant", "second"}}));
+
+  *seen = "";
+  accept_->store(true);
+  ASSERT_TRUE(store_->request_replay({.id = row.id}, "alice"));
+  auto replayed = rt->replay_requested();
+  ASSERT_TRUE(replayed) << replayed.error().message;
+  EXPECT_EQ(replayed->started, 1u);
+  EXPECT_EQ(*seen, "acme/" + binary_key) << "the replay's mapper sees the stored header and key";
+}
+
+// Headers are bounded: the first kMaxStoredHeaders, while they fit in
+// kMaxStoredHeaderBytes; the payload is kept whole.
+TEST_F(DeadLetterReplayTest, stored_headers_are_bounded) {
+  auto rt = replaying_runtime();
+  MockSource::Headers many;
+  for (size_t i = 0; i < kMaxStoredHeaders + 20; ++i) many.emplace_back(fmt::format("h{}", i), "v");
+  source_->push_kafka(0, 0, order_json("new-many"), std::nullopt, many);
+  MockSource::Headers big = {{"a", std::string(kMaxStoredHeaderBytes - 10, 'x')},
+                             {"b", std::string(100, 'y')}};
+  source_->push_kafka(0, 1, order_json("new-big"), std::nullopt, big);
+  auto pass = rt->run_once();
+  ASSERT_TRUE(pass) << pass.error().message;
+  ASSERT_EQ(pass->dead_lettered, 2u);
+  auto rows = store_->list({});
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 2u);
+  for (const auto& r : *rows) {
+    EXPECT_FALSE(r.key.has_value());
+    if (r.coordinates == "orders.placed:0:0") {
+      EXPECT_EQ(r.headers.size(), kMaxStoredHeaders);
+    } else {
+      ASSERT_EQ(r.headers.size(), 1u) << "the second would pass the byte bound";
+      EXPECT_EQ(r.headers[0].first, "a");
+    }
+  }
 }
 
 TEST_F(DeadLetterReplayTest, a_replay_that_races_another_dedupes_to_the_same_execution) {

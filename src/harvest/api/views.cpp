@@ -158,9 +158,21 @@ Json to_json(const connector_dlq::StoredDeadLetter& d) {
 }
 
 Json to_json_detail(const connector_dlq::StoredDeadLetter& d) {
+  // Bytes from a broker: as text when they are UTF-8, and always exactly.
+  auto text = [](const std::string& bytes) {
+    return is_valid_utf8(bytes) ? Json(bytes) : Json(nullptr);
+  };
   Json j = to_json(d);
-  j["payload"] = is_valid_utf8(d.payload) ? Json(d.payload) : Json(nullptr);
+  j["payload"] = text(d.payload);
   j["payload_base64"] = base64(d.payload);
+  j["key"] = d.key ? text(*d.key) : Json(nullptr);
+  j["key_base64"] = d.key ? Json(base64(*d.key)) : Json(nullptr);
+  Json headers = Json::array();
+  for (const auto& [name, value] : d.headers) {
+    headers.push_back(
+        Json{{"name", name}, {"value", text(value)}, {"value_base64", base64(value)}});
+  }
+  j["headers"] = std::move(headers);
   return j;
 }
 

@@ -32,7 +32,9 @@ using Json = nlohmann::json;
 // the payload's size but not its bytes.
 [[nodiscard]] Json to_json(const connector_dlq::StoredDeadLetter& dead_letter);
 // As listed, plus the payload: `payload` as text when it is valid UTF-8
-// (else null) and `payload_base64` always.
+// (else null) and `payload_base64` always; the record key the same way
+// (`key`, `key_base64`, both null without one); and `headers`, each
+// {name, value (text or null), value_base64}.
 [[nodiscard]] Json to_json_detail(const connector_dlq::StoredDeadLetter& dead_letter);
 // {"requested": n, "already_requested": n, "already_replayed": n}
 [[nodiscard]] Json to_json(const connector_dlq::ReplayRequest& request);

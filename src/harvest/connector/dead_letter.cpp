@@ -42,6 +42,20 @@ std::string bytea_hex(const std::string& bytes) {
   return out;
 }
 
+// The stored headers (migration 0004): names as text, values as hex so any
+// bytes survive; bounded by kMaxStoredHeaders / kMaxStoredHeaderBytes.
+store::Param stored_headers(const DeadLetter& l) {
+  if (l.headers.empty()) return store::Param{};
+  Json out = Json::array();
+  size_t bytes = 0;
+  for (const auto& [name, value] : l.headers) {
+    bytes += name.size() + value.size();
+    if (out.size() == kMaxStoredHeaders || bytes > kMaxStoredHeaderBytes) break;
+    out.push_back(Json{{"name", to_valid_utf8(name)}, {"value_hex", bytea_hex(value).substr(2)}});
+  }
+  return store::Param{out.dump()};
+}
+
 }  // namespace
 
 Status PostgresDeadLetterSink::write(const DeadLetter& l) {
@@ -50,13 +64,14 @@ Status PostgresDeadLetterSink::write(const DeadLetter& l) {
   auto r = (*conn)->exec(
       "INSERT INTO harvest_connector_dead_letters "
       "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
-      "coordinates_structured) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb) "
+      "coordinates_structured, record_key, headers) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb, $10::bytea, $11::jsonb) "
       "ON CONFLICT (idempotency_key) DO NOTHING",
       // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
       {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates),
        l.idempotency_key, l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts),
-       bytea_hex(l.payload), structured_coordinates(l)});
+       bytea_hex(l.payload), structured_coordinates(l),
+       l.key ? store::Param{bytea_hex(*l.key)} : store::Param{}, stored_headers(l)});
   if (!r) return fail(r.error());
   return {};
 }

@@ -10,7 +10,9 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <harvest/common/error.hpp>
@@ -28,6 +30,10 @@ namespace harvest::connector {
 
 /// One poison message as a DeadLetterSink records it. A plain value, built by
 /// the connector runtime.
+/// Bounds on the headers a dead letter stores (the payload is stored whole).
+inline constexpr size_t kMaxStoredHeaders = 100;
+inline constexpr size_t kMaxStoredHeaderBytes = 64 * 1024;
+
 struct DeadLetter {
   std::string binding;          ///< name of the binding that gave up on the message
   std::string stream;           ///< the binding's stream
@@ -39,6 +45,12 @@ struct DeadLetter {
   /// of a mapping_rejected message, 1 otherwise. Default 1.
   int attempts = 1;
   std::string payload;  ///< raw bytes
+  /// The record key (Kafka), raw bytes; unset when the message has none.
+  std::optional<std::string> key;
+  /// The headers (Kafka headers, SQS string attributes) in broker order:
+  /// the first kMaxStoredHeaders of them, while their values fit in
+  /// kMaxStoredHeaderBytes.
+  std::vector<std::pair<std::string, std::string>> headers;
   /// The coordinates structured (coordinates_json), stored for replay; null
   /// stores none.
   Json coordinates_structured = nullptr;

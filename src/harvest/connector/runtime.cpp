@@ -127,6 +127,8 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
                     .detail = detail,
                     .attempts = attempts,
                     .payload = m.payload,
+                    .key = m.key,
+                    .headers = m.headers,
                     .coordinates_structured = coordinates_json(m.coordinates)};
   if (auto w = sink_->write(letter); !w) {
     // The sink lives in the store: an outage holds the message like any other.

@@ -70,6 +70,8 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
     if (coordinates) {
       m.coordinates = std::move(*coordinates);
       m.payload = row.payload;
+      m.key = row.key;
+      m.headers = row.headers;  // the mapper sees what it saw the first time
       m.receive_count = row.attempts + 1;
       mapped = apply_mapper(m);
     }

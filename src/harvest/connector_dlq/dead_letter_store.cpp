@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <harvest/common/ids.hpp>
+#include <harvest/common/json.hpp>
 #include <harvest/common/strings.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/store/pg.hpp>
@@ -26,7 +27,8 @@ std::string columns() {
   return fmt::format(
       "id::text AS id, binding, stream, coordinates, coordinates_structured::text AS "
       "coordinates_structured, idempotency_key, reason, detail, attempts, "
-      "encode(payload, 'hex') AS payload_hex, "
+      "encode(payload, 'hex') AS payload_hex, encode(record_key, 'hex') AS key_hex, "
+      "headers::text AS headers, "
       "to_char(failed_at AT TIME ZONE 'UTC', {0}) AS failed, "
       "to_char(replay_requested_at AT TIME ZONE 'UTC', {0}) AS requested, replay_requested_by, "
       "to_char(replayed_at AT TIME ZONE 'UTC', {0}) AS replayed, replay_outcome, replay_detail, "
@@ -67,6 +69,8 @@ std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
         .attempts = static_cast<int>(r.get_int(i, "attempts")),
         .failed_at = r.get(i, "failed"),
         .payload = from_hex(r.get(i, "payload_hex")),
+        .key = std::nullopt,
+        .headers = {},
         .replay_requested_at = r.get_opt(i, "requested"),
         .replay_requested_by = r.get_opt(i, "replay_requested_by"),
         .replayed_at = r.get_opt(i, "replayed"),
@@ -74,6 +78,23 @@ std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
         .replay_detail = r.get_opt(i, "replay_detail"),
         .replay_execution_id = r.get_opt(i, "replay_execution_id"),
     });
+    StoredDeadLetter& d = out.back();
+    if (auto key = r.get_opt(i, "key_hex")) d.key = from_hex(*key);
+    if (auto headers = r.get_opt(i, "headers")) {
+      // Written by the sink (connector/dead_letter.cpp); a row edited by
+      // hand into another shape shows no headers rather than failing.
+      const Json stored = Json::parse(*headers, nullptr, false);
+      if (stored.is_array()) {
+        for (const auto& h : stored) {
+          if (!h.is_object() || !h.value("name", Json()).is_string() ||
+              !h.value("value_hex", Json()).is_string()) {
+            continue;
+          }
+          d.headers.emplace_back(h["name"].get<std::string>(),
+                                 from_hex(h["value_hex"].get<std::string>()));
+        }
+      }
+    }
   }
   return out;
 }

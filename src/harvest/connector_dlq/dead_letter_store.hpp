@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <harvest/common/error.hpp>
@@ -87,6 +88,10 @@ struct StoredDeadLetter {
   int attempts = 0;
   std::string failed_at;  // RFC 3339, UTC
   std::string payload;    // raw bytes
+  // The record key (raw bytes) and headers (name, raw value) the message
+  // carried; unset / empty for rows written before they were stored.
+  std::optional<std::string> key;
+  std::vector<std::pair<std::string, std::string>> headers;
   // Replay bookkeeping; unset until requested / replayed.
   std::optional<std::string> replay_requested_at;
   std::optional<std::string> replay_requested_by;

@@ -1220,7 +1220,39 @@ async function pageConnectorDeadLetter(ctx) {
           ? el('a', { href: route('executions', d.replay_execution_id) }, data(d.replay_execution_id, 'mono'))
           : data(null)))),
     payloadViewer(d),
+    messageMeta(d),
     deadLetterActions(id));
+}
+
+// The record key and headers the message carried: text when they are UTF-8,
+// else their bytes in hex (both come from the broker and are shown as text).
+function bytesText(text, b64) {
+  if (typeof text === 'string') return visible(text);
+  try {
+    return Array.from(decodeBase64(b64), (b) => HEX[b]).join(' ');
+  } catch {
+    return '(could not be decoded)';
+  }
+}
+
+function messageMeta(d) {
+  const headers = Array.isArray(d.headers) ? d.headers : [];
+  const key = d.key_base64 === null || d.key_base64 === undefined ? null : bytesText(d.key, d.key_base64);
+  const rows = headers.map((h) => el('tr', { 'data-header-name': String(h.name ?? '') },
+    cell('name', h.name, { cls: 'mono' }),
+    cell('value', bytesText(h.value, h.value_base64), { cls: 'mono' }),
+    cell('encoding', typeof h.value === 'string' ? 'text' : 'hex')));
+  return el('section', { 'aria-labelledby': 'meta-title' },
+    el('h2', { id: 'meta-title' }, 'Key and headers'),
+    el('dl', { id: 'message-key', class: 'summary' }, summaryRow('Record key', 'key', data(key, 'mono'))),
+    rows.length === 0
+      ? el('p', { class: 'empty' }, 'No headers recorded.')
+      : dataTable({
+        id: 'message-headers',
+        caption: 'Headers',
+        columns: [{ label: 'Name', w: 20 }, { label: 'Value' }, { label: 'Shown as', w: 10 }],
+        rows,
+      }));
 }
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
