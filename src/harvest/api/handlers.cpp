@@ -1,3 +1,4 @@
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <charconv>
@@ -12,6 +13,13 @@ namespace harvest::api {
 namespace {
 
 constexpr size_t kMaxExecutionPage = 500;
+
+// Now as RFC 3339 UTC with milliseconds.
+std::string iso_now() {
+  return fmt::format(
+      "{:%Y-%m-%dT%H:%M:%S}Z",
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()));
+}
 constexpr size_t kMaxDeadLetterPage = 1000;
 
 std::string join(std::span<const std::string_view> names) {
@@ -382,20 +390,32 @@ ApiResponse Handlers::overview(const ApiRequest& req) {
     if (auto ok = check_query(req, query_params::kOverview); !ok) return fail(ok.error());
     auto window = limit_param(req, 3600, "window_seconds");
     if (!window) return fail(window.error());
-    auto o = engine_.overview(std::chrono::seconds(window->value_or(60)));
+    const auto seconds = static_cast<long long>(window->value_or(60));
+    constexpr auto kOverviewTtl = std::chrono::seconds(2);
+    std::lock_guard lock(overview_cache_->mu);  // one count at a time, shared by all callers
+    const auto now = std::chrono::steady_clock::now();
+    if (overview_cache_->window == seconds && now - overview_cache_->at < kOverviewTtl) {
+      return ApiResponse{.status = 200, .body = overview_cache_->body};
+    }
+    auto o = engine_.overview(std::chrono::seconds(seconds));
     if (!o) return fail(o.error());
     Json runs = Json::array();
     for (const auto& c : o->runs) {
       runs.push_back(Json{{"workflow", c.workflow}, {"status", c.status}, {"count", c.count}});
     }
     const double secs = static_cast<double>(o->window.count());
-    return json_response(200,
-                         Json{{"window_seconds", o->window.count()},
-                              {"started", o->started},
-                              {"completed", o->completed},
-                              {"started_per_second", static_cast<double>(o->started) / secs},
-                              {"completed_per_second", static_cast<double>(o->completed) / secs},
-                              {"runs", std::move(runs)}});
+    ApiResponse answer =
+        json_response(200, Json{{"window_seconds", o->window.count()},
+                                {"as_of", iso_now()},
+                                {"started", o->started},
+                                {"completed", o->completed},
+                                {"started_per_second", static_cast<double>(o->started) / secs},
+                                {"completed_per_second", static_cast<double>(o->completed) / secs},
+                                {"runs", std::move(runs)}});
+    overview_cache_->window = seconds;
+    overview_cache_->at = now;
+    overview_cache_->body = answer.body;
+    return answer;
   }());
 }
 

@@ -4,9 +4,11 @@
 // that touches the HTTP library. Internal to harvest_api.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,7 +86,8 @@ class Handlers {
   // GET {prefix}/executions?workflow=&status=&start_source=&workflow_id=
   //   &workflow_id_prefix=&source_ref=&since=&until=&limit=&cursor=
   [[nodiscard]] ApiResponse list_executions(const ApiRequest& req);
-  // GET {prefix}/overview?window_seconds=
+  // GET {prefix}/overview?window_seconds= (counted at most every 2 s per
+  // window; the answer's `as_of` says when)
   [[nodiscard]] ApiResponse overview(const ApiRequest& req);
   // GET {prefix}/connectors
   [[nodiscard]] ApiResponse connectors(const ApiRequest& req);
@@ -119,6 +122,15 @@ class Handlers {
   JsonLimits json_;
   std::function<std::vector<BindingOverview>()> bindings_;
   std::string trace_url_template_;
+  // The overview's counts read every run (a GROUP BY over the table): one
+  // answer per window serves every console for kOverviewTtl.
+  struct OverviewCache {
+    std::mutex mu;
+    long long window = 0;
+    std::chrono::steady_clock::time_point at;
+    std::string body;
+  };
+  std::unique_ptr<OverviewCache> overview_cache_ = std::make_unique<OverviewCache>();
 };
 
 }  // namespace harvest::api

@@ -133,6 +133,18 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
 Result<std::vector<ListedExecution>> ExecutionStore::list(
     const ExecutionFilter& filter, const std::optional<std::string>& cursor_us,
     const std::optional<std::string>& cursor_id, size_t limit) {
+  // A workflow id (or prefix) without a workflow name: the runs index leads
+  // with the name, so the statement names every workflow the table holds —
+  // read by a loose scan of that index, one probe per name — and the id is
+  // then an index condition instead of a filter over every row.
+  const bool every_name = !filter.workflow && (filter.workflow_id || filter.workflow_id_prefix);
+  const std::string names =
+      every_name ? "AND workflow_name = ANY(ARRAY(WITH RECURSIVE names AS ("
+                   "  SELECT min(workflow_name) AS n FROM harvest_workflow_executions "
+                   "  UNION ALL SELECT (SELECT min(workflow_name) FROM "
+                   "  harvest_workflow_executions WHERE workflow_name > names.n) FROM names "
+                   "  WHERE n IS NOT NULL) SELECT n FROM names WHERE n IS NOT NULL)) "
+                 : "";
   auto r = conn_.exec(
       fmt::format(
           "SELECT id, workflow_name, workflow_id, status, start_source, start_source_ref, "
@@ -145,13 +157,13 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
           "AND ($8::text IS NULL OR starts_with(workflow_id, $8)) "
           "AND ($9::text IS NULL OR start_source_ref = $9) "
           "AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz) "
-          "AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz) "
+          "AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz) {1}"
           // The cursor as a row comparison on (created_at, id), which the
           // harvest_executions_created index serves; microseconds are exact.
           "AND ($4::bigint IS NULL OR (created_at, id) < ('epoch'::timestamptz + $4::bigint * "
           "interval '1 microsecond', $5::uuid)) "
           "ORDER BY created_at DESC, id DESC LIMIT $6",
-          kIsoUtc),
+          kIsoUtc, names),
       {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
        std::to_string(limit), filter.workflow_id, filter.workflow_id_prefix,
        filter.start_source_ref, filter.since, filter.until});
