@@ -63,6 +63,15 @@ fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" "$@"
 
+# A full run also runs the postgres suite a second time with every engine a
+# test opens reaching PostgreSQL through PgBouncer in transaction pooling
+# (LISTEN on the direct URL), as a deployment behind a pooler does (issue 34).
+if [[ $# -eq 0 && -n "${HARVEST_TEST_PGBOUNCER_URL:-}" ]]; then
+  echo "test: the postgres suite through PgBouncer (transaction pooling)"
+  HARVEST_TEST_THROUGH_POOLER="$HARVEST_TEST_PGBOUNCER_URL" \
+    ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" -L '^postgres$'
+fi
+
 # A full run also builds the core alone (HARVEST_KAFKA=OFF, HARVEST_SQS=OFF:
 # the engine, the connector runtime and MockSource, as a user without a
 # broker client links it) and runs its connector and plugin tests.

@@ -78,6 +78,10 @@ default_pool_size = $POOL
 max_client_conn = 2000
 max_db_connections = 0
 server_reset_query =
+# A query waits this long for a server connection before it fails (the
+# default, 120 s, would hold every caller that long through a database
+# outage): harvest sees an outage within seconds (docs/operations.md).
+query_wait_timeout = 5
 ignore_startup_parameters = extra_float_digits,options
 logfile = $LOGFILE
 pidfile = $PIDFILE

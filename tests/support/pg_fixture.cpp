@@ -126,6 +126,32 @@ std::unique_ptr<engine::Engine> PgTest::open_engine(engine::WorkflowRegistry wor
                                                     engine::EngineConfig config) {
   config.database_url = db_url_;
   if (config.profile.empty()) config.profile = "test";
+  // Issue 34: scripts/test.sh runs the postgres suite a second time with
+  // HARVEST_TEST_THROUGH_POOLER set to PgBouncer's URL (transaction
+  // pooling): every engine a test opens then reaches its shards through the
+  // pooler, LISTENing on the direct URLs, as a production deployment behind
+  // PgBouncer would. The test's own checks (db(), scalar()) stay direct.
+  const char* pooled = std::getenv("HARVEST_TEST_THROUGH_POOLER");
+  if (pooled && *pooled && config.pooler.empty()) {
+    auto through = [&](const std::string& direct) {
+      const auto slash = direct.rfind('/');
+      const auto q = direct.find('?', slash);
+      return with_database(
+          pooled,
+          direct.substr(slash + 1, q == std::string::npos ? std::string::npos : q - slash - 1));
+    };
+    config.pooler = "transaction";
+    config.listen_urls.clear();
+    if (config.shard_urls.empty()) {
+      config.listen_urls.push_back(db_url_);
+      config.database_url = through(db_url_);
+    } else {
+      for (auto& url : config.shard_urls) {
+        config.listen_urls.push_back(url);
+        url = through(url);
+      }
+    }
+  }
   auto e = engine::Engine::open(std::move(config), std::move(workflows));
   EXPECT_TRUE(e) << e.error().message;
   return e ? std::move(*e) : nullptr;
