@@ -17,16 +17,28 @@ using connector::testing::order_binding;
 using connector::testing::order_json;
 using namespace std::chrono_literals;
 
-class PluginApiTest : public harvest::testing::PgTest {};
+class PluginApiTest : public harvest::testing::PgTest {
+ protected:
+  // This test's database, under the test profile.
+  engine::EngineConfig engine_config() const {
+    engine::EngineConfig config;
+    config.database_url = db_url();
+    config.profile = "test";
+    return config;
+  }
+  // The API on a free loopback port.
+  static api::ApiConfig api_on_free_port() {
+    api::ApiConfig config;
+    config.port = 0;
+    return config;
+  }
+};
 
 TEST_F(PluginApiTest, one_builder_serves_the_api_beside_connectors_and_workers) {
   auto source = std::make_shared<MockSource>("orders.placed");
-  engine::EngineConfig config;
-  config.database_url = db_url();
-  config.profile = "test";
+  const engine::EngineConfig config = engine_config();
   auto prometheus = std::make_shared<metrics::PrometheusMetrics>();
-  api::ApiConfig api_config;
-  api_config.port = 0;
+  const api::ApiConfig api_config = api_on_free_port();
   auto app = HarvestPlugin()
                  .engine_config(config)
                  .workflows(connector_workflows())
@@ -81,11 +93,8 @@ TEST_F(PluginApiTest, a_replay_asked_over_http_is_run_by_the_binding_into_one_ex
       })
       .poison_threshold(1);
   auto source = std::make_shared<MockSource>("orders.placed");
-  engine::EngineConfig config;
-  config.database_url = db_url();
-  config.profile = "test";
-  api::ApiConfig api_config;
-  api_config.port = 0;
+  const engine::EngineConfig config = engine_config();
+  const api::ApiConfig api_config = api_on_free_port();
   auto app = HarvestPlugin()
                  .engine_config(config)
                  .workflows(connector_workflows())
@@ -132,11 +141,8 @@ TEST_F(PluginApiTest, a_replay_asked_over_http_is_run_by_the_binding_into_one_ex
 // dead-lettered and whether it runs.
 TEST_F(PluginApiTest, the_connectors_route_shows_each_running_binding_and_its_counts) {
   auto source = std::make_shared<MockSource>("orders.placed");
-  engine::EngineConfig config;
-  config.database_url = db_url();
-  config.profile = "test";
-  api::ApiConfig api_config;
-  api_config.port = 0;
+  const engine::EngineConfig config = engine_config();
+  const api::ApiConfig api_config = api_on_free_port();
   auto app = HarvestPlugin()
                  .engine_config(config)
                  .workflows(connector_workflows())
@@ -173,9 +179,7 @@ TEST_F(PluginApiTest, the_connectors_route_shows_each_running_binding_and_its_co
 }
 
 TEST_F(PluginApiTest, an_api_that_cannot_listen_fails_start_naming_the_address) {
-  engine::EngineConfig config;
-  config.database_url = db_url();
-  config.profile = "test";
+  const engine::EngineConfig config = engine_config();
   api::ApiConfig api_config;
   api_config.host = "203.0.113.1";  // not an address of this machine (TEST-NET-3)
   api_config.token = "t";
