@@ -28,12 +28,14 @@ namespace harvest::connector {
 /// The connector's migration set ("connector"): harvest_connector_dead_letters.
 [[nodiscard]] store::MigrationSet connector_migrations();
 
-/// One poison message as a DeadLetterSink records it. A plain value, built by
-/// the connector runtime.
-/// Bounds on the headers a dead letter stores (the payload is stored whole).
+/// Bounds on the headers a dead letter stores (the payload is stored whole):
+/// at most this many headers...
 inline constexpr size_t kMaxStoredHeaders = 100;
+/// ...while their names and values together fit in this many bytes.
 inline constexpr size_t kMaxStoredHeaderBytes = 64 * 1024;
 
+/// One poison message as a DeadLetterSink records it. A plain value, built by
+/// the connector runtime.
 struct DeadLetter {
   std::string binding;          ///< name of the binding that gave up on the message
   std::string stream;           ///< the binding's stream

@@ -334,8 +334,8 @@ struct ExecutionView {
   /// The workflow id's runs (entities carry unread signals into a next run):
   /// how many there are, and this run's neighbours by run number.
   int runs = 1;
-  std::optional<std::string> previous_run;
-  std::optional<std::string> next_run;
+  std::optional<std::string> previous_run;  ///< the run before this one, if any
+  std::optional<std::string> next_run;      ///< the run after this one, if any
   /// Signals delivered and not yet read, oldest first (at most 100).
   std::vector<UnreadSignal> unread_signals;
 };
@@ -355,8 +355,8 @@ struct ExecutionFilter {
   std::optional<std::string> start_source_ref;
   /// Created at or after `since` and before `until` (ISO 8601 timestamps).
   std::optional<std::string> since;
-  std::optional<std::string> until;
-  size_t limit = 50;  ///< capped at 500
+  std::optional<std::string> until;  ///< see since
+  size_t limit = 50;                 ///< capped at 500
   /// The `next_cursor` of the previous page.
   std::optional<std::string> cursor;
 };
@@ -378,6 +378,7 @@ struct ExecutionSummary {
 /// How many runs there are by workflow and status, and how many started and
 /// closed over a recent window (`Engine::overview`).
 struct RunOverview {
+  /// How many runs of one workflow are in one status.
   struct Count {
     std::string workflow;  ///< workflow name
     std::string status;    ///< as in ExecutionView::status
