@@ -28,7 +28,7 @@ const HEX_DUMP_LIMIT = 64 * 1024;
 const LONG_VALUE = 400;
 const EXECUTION_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'terminated'];
 const ACTIVE_STATUSES = new Set(['pending', 'running', 'waiting']);
-const START_SOURCES = ['api', 'client', 'connector', 'child', 'schedule'];
+const START_SOURCES = ['api', 'client', 'broker', 'child'];
 const EXECUTION_FILTERS = ['workflow', 'status', 'start_source', 'workflow_id', 'workflow_id_prefix',
   'source_ref', 'since', 'until', 'limit'];
 const DLQ_FILTERS = ['binding', 'stream', 'reason', 'since', 'until'];
