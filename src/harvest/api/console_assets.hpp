@@ -3,7 +3,10 @@
 // time. Internal to harvest_api.
 #pragma once
 
+#include <optional>
 #include <string_view>
+
+#include <harvest/api/handlers.hpp>
 
 namespace harvest::api {
 
@@ -14,5 +17,10 @@ struct ConsoleAsset {
 
 // The asset named `name` ("index.html", "app.js"), or null.
 [[nodiscard]] const ConsoleAsset* find_console_asset(std::string_view name);
+
+// The answer for a request to `path` when it is the console's (/ui or under
+// it), with the pages' Content-Security-Policy; nullopt for any other path.
+// `read`: the request is a GET or HEAD (anything else is a 405).
+[[nodiscard]] std::optional<ApiResponse> console_response(std::string_view path, bool read);
 
 }  // namespace harvest::api

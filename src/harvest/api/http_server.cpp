@@ -20,6 +20,7 @@
 #include <random>
 #include <thread>
 
+#include <harvest/api/config_check.hpp>
 #include <harvest/api/console_assets.hpp>
 #include <harvest/api/guard.hpp>
 #include <harvest/api/handlers.hpp>
@@ -45,63 +46,6 @@ struct Route {
   Handler fn;
   bool control;  // served by the control thread (health, metrics)
 };
-
-Status validate(const ApiConfig& c) {
-  if (!c.prefix.empty() && (c.prefix.front() != '/' || c.prefix.back() == '/')) {
-    return fail(Error::config(fmt::format(
-        "ApiConfig::prefix '{}' must be empty or start with '/' and not end with '/' (e.g. "
-        "/api/harvest)",
-        c.prefix)));
-  }
-  if (c.prefix.find_first_of(" \t\r\n?#%{}") != std::string::npos) {
-    return fail(Error::config(fmt::format(
-        "ApiConfig::prefix '{}' must not contain spaces, '?', '#', '%' or braces", c.prefix)));
-  }
-  if (c.port < 0 || c.port > 65535) {
-    return fail(Error::config(fmt::format("ApiConfig::port {} is not a TCP port", c.port)));
-  }
-  auto positive = [](size_t v, const char* field) -> Status {
-    if (v == 0) return fail(Error::config(fmt::format("ApiConfig::{} must be at least 1", field)));
-    return {};
-  };
-  for (auto [v, field] : {std::pair{c.threads, "threads"},
-                          {c.max_body_bytes, "max_body_bytes"},
-                          {c.max_header_bytes, "max_header_bytes"},
-                          {c.max_target_bytes, "max_target_bytes"},
-                          {c.max_json_depth, "max_json_depth"},
-                          {c.max_connections, "max_connections"},
-                          {c.keep_alive_max_requests, "keep_alive_max_requests"}}) {
-    if (auto ok = positive(v, field); !ok) return ok;
-  }
-  if (c.read_timeout.count() <= 0 || c.write_timeout.count() <= 0 ||
-      c.keep_alive_timeout.count() <= 0) {
-    return fail(Error::config(
-        "ApiConfig::read_timeout, write_timeout and keep_alive_timeout must be positive"));
-  }
-  if (c.token.size() > 4096 || c.token.find_first_of(" \t\r\n\f\v", 0) != std::string::npos) {
-    return fail(Error::config(
-        "ApiConfig::token must be at most 4096 bytes without whitespace (the token itself is "
-        "not shown)"));
-  }
-  if (!c.trace_url_template.empty() &&
-      ((!c.trace_url_template.starts_with("http://") &&
-        !c.trace_url_template.starts_with("https://")) ||
-       c.trace_url_template.find("{trace_id}") == std::string::npos ||
-       c.trace_url_template.find_first_of(" \t\r\n\"<>\\") != std::string::npos)) {
-    return fail(
-        Error::config("ApiConfig::trace_url_template must be an http:// or https:// URL containing "
-                      "{trace_id}, e.g. http://localhost:16686/trace/{trace_id}"));
-  }
-  if (c.token.empty() && !is_loopback_host(c.host) && !c.allow_unauthenticated_remote) {
-    return fail(Error::config(fmt::format(
-        "ApiConfig::host '{}' is not a loopback address and no API token is set: anyone "
-        "reaching the port could start and signal runs. Set ApiConfig::token "
-        "(HARVEST_API_TOKEN or HARVEST_API_TOKEN_FILE), or allow_unauthenticated_remote to "
-        "accept that",
-        c.host)));
-  }
-  return {};
-}
 
 // Short, unique within the process, unguessable across processes.
 std::string new_request_id() {
@@ -131,41 +75,6 @@ Method method_of(http::verb v) {
 }
 
 class Connection;
-
-// The console's answer for `path` (under /ui), or nullopt for any other path.
-std::optional<ApiResponse> console_response(std::string_view path, http::verb method) {
-  if (path != "/ui" && !path.starts_with("/ui/")) return std::nullopt;
-  if (method != http::verb::get && method != http::verb::head) {
-    auto r = error_response(405, "method_not_allowed", "the console's pages answer GET and HEAD");
-    r.headers.emplace_back("Allow", "GET, HEAD");
-    return r;
-  }
-  if (path == "/ui") {
-    ApiResponse r{
-        .status = 308, .body = {}, .content_type = "text/plain", .headers = {}, .log_detail = {}};
-    r.headers.emplace_back("Location", "/ui/");
-    return r;
-  }
-  const ConsoleAsset* asset = find_console_asset(path == "/ui/" ? "index.html" : path.substr(4));
-  if (!asset) {
-    return error_response(404, "not_found", "the console has no page at this path");
-  }
-  ApiResponse r{.status = 200,
-                .body = std::string(asset->body),
-                .content_type = std::string(asset->content_type),
-                .headers = {},
-                .log_detail = {}};
-  // Scripts and styles come from this server only: no inline script or
-  // style, no framing, no plugins, no form posts elsewhere.
-  r.headers.emplace_back("Content-Security-Policy",
-                         "default-src 'self'; script-src 'self'; style-src 'self'; "
-                         "img-src 'self'; connect-src 'self'; object-src 'none'; "
-                         "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
-  r.headers.emplace_back("X-Frame-Options", "DENY");
-  r.headers.emplace_back("Referrer-Policy", "no-referrer");
-  r.headers.emplace_back("Cache-Control", "no-cache");
-  return r;
-}
 
 // Everything the server shares with its connections. Every member but the
 // pools and `stopping` is used on the I/O thread only.
@@ -416,7 +325,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The console's pages: static, public (they hold no data; every call
     // they make is an API call and needs the token like any other).
     if (s_.config.console) {
-      if (auto page = console_response(path_of(req.target()), req.method()); page) {
+      const bool read = req.method() == http::verb::get || req.method() == http::verb::head;
+      if (auto page = console_response(path_of(req.target()), read); page) {
         return reply(std::move(*page), rid, "console", keep_alive);
       }
     }
@@ -587,7 +497,7 @@ HttpServer::~HttpServer() {
 Status HttpServer::start() {
   Impl& s = *impl_;
   if (s.started) return fail(Error::config("HttpServer::start called twice"));
-  if (auto ok = validate(s.config); !ok) return ok;
+  if (auto ok = validate_api_config(s.config); !ok) return ok;
   s.started = true;
 
   beast::error_code ec;
