@@ -246,7 +246,7 @@ class ConnectorRuntime {
   /// Messages held for dispatch once the store answers again.
   [[nodiscard]] size_t held() const;
   /// Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
-  [[nodiscard]] uint64_t recoveries() const { return recoveries_; }
+  [[nodiscard]] uint64_t recoveries() const { return live_->rebuilds.load(); }
   /// The binding's live state. Thread-safe: any thread (an HTTP handler)
   /// may call it while the consumer thread runs.
   [[nodiscard]] BindingStatus status() const;
@@ -315,7 +315,6 @@ class ConnectorRuntime {
   std::unique_ptr<DispatchPool> commit_pool_;
   std::unique_ptr<LagSampler> lag_;
   std::unique_ptr<StoreOutage> outage_;
-  uint64_t recoveries_ = 0;
   /// What status() reads from other threads; written by the consumer thread.
   struct Live {
     std::atomic<bool> running{false};

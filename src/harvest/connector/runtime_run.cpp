@@ -76,7 +76,6 @@ Status ConnectorRuntime::run(std::stop_token stop) {
       // in-memory mark, and the next pass would stop on another partition's
       // stale wedge without receiving. Strikes are kept so a repeatedly
       // rejected message still reaches its threshold.
-      ++recoveries_;
       ++live_->rebuilds;
       rebuilt_[stalled_on] = Rebuilt{position, next_pause};
       metrics_->increment(metrics::kConnectorRecoveries, {{"source", binding_->name()}});
