@@ -13,6 +13,7 @@
 #include <cstdlib>
 
 #include <harvest/kafka/kafka_source.hpp>
+#include <harvest/metrics/prometheus.hpp>
 #include <harvest/plugin/plugin.hpp>
 
 using namespace harvest;
@@ -54,6 +55,8 @@ int main() {
                  .workflows(std::move(workflows))
                  .connector(binding, source)
                  .worker(engine::WorkerConfig{})
+                 // Prometheus metrics, served at /api/harvest/metrics.
+                 .metrics(std::make_shared<metrics::PrometheusMetrics>())
                  // The HTTP API beside them: 127.0.0.1:${HARVEST_HTTP_PORT:-8080}.
                  .api("/api/harvest", api::api_config_from_env().value())
                  .build();

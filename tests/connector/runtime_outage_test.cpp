@@ -1,9 +1,8 @@
-// Issue 12 item 8: a store outage pauses intake instead of stalling the
-// binding. Commits that fail because the store is unreachable never count
-// toward a stall (no consumer rebuild); the received messages are held
-// unacked and dispatched again, in order, once a probe finds the store back.
-// And one rebuild clears every partition's stall state, not only the one
-// that reported it.
+// Issue 12 item 8 (and issue 34 item 5, a read-only store): a store outage pauses intake instead of
+// stalling the binding. Commits that fail because the store is unreachable never count toward a
+// stall (no consumer rebuild); the received messages are held unacked and dispatched again, in
+// order, once a probe finds the store back. And one rebuild clears every partition's stall state,
+// not only the one that reported it.
 //
 // The outage is real: the test's database refuses new connections and every
 // session on it is terminated (57P01), so the engine sees exactly what a
@@ -19,6 +18,7 @@
 #include "connector_fixture.hpp"
 #include <harvest/common/log.hpp>
 #include <harvest/connector/commit_tracker.hpp>
+#include <harvest/connector/dead_letter.hpp>
 #include <harvest/store/pg.hpp>
 
 namespace harvest::connector::testing {
@@ -49,6 +49,25 @@ class ConnectorOutageTest : public ConnectorTest {
         "WHERE datname = $1",
         {db_name_});
     ASSERT_TRUE(ended) << ended.error().describe();
+  }
+  // Sets (or clears) default_transaction_read_only on this test's database,
+  // as a primary fenced for a failover looks, and ends its sessions so the
+  // next ones take the new default (ALTER DATABASE ... SET applies to new
+  // sessions; the cluster-wide ALTER SYSTEM would reach other tests).
+  void set_read_only(bool on) {
+    auto admin = store::Connection::open(harvest::testing::admin_url());
+    ASSERT_TRUE(admin) << admin.error().describe();
+    auto altered =
+        (*admin)->exec(fmt::format("ALTER DATABASE {} SET default_transaction_read_only = {}",
+                                   store::quote_ident(db_name_), on ? "on" : "off"));
+    ASSERT_TRUE(altered) << altered.error().describe();
+    auto ended = (*admin)->exec(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1",
+        {db_name_});
+    ASSERT_TRUE(ended) << ended.error().describe();
+    auto own = store::Connection::open(db_url_);
+    ASSERT_TRUE(own) << own.error().describe();
+    conn_ = std::move(*own);
   }
   double gauge(const char* name) {
     return metrics_->gauge(name, {{"source", "orders"}}).value_or(-1);
@@ -162,6 +181,63 @@ TEST_F(ConnectorOutageTest, a_failed_probe_backs_off_and_a_held_batch_goes_first
   EXPECT_EQ(fresh->received, 1u);
   EXPECT_EQ(source->committed(0), 3);
   EXPECT_EQ(executions(), 3);
+}
+
+// Issue 34 item 5: a database that answers but refuses writes (a primary set
+// read-only while a failover is under way, or a standby) is an outage for
+// intake: every message held unacked, the undecodable one included, no
+// dead letter, no rebuild, and the probe keeps intake paused until writes
+// are accepted again; then everything goes through exactly once.
+TEST_F(ConnectorOutageTest, a_read_only_store_pauses_intake_dead_letters_nothing_and_resumes) {
+  log::LogCapture capture;
+  auto source = std::make_shared<MockSource>("orders.placed");
+  ConnectorRuntimeConfig config;
+  config.poll_timeout = 10ms;
+  config.store_probe_initial = 10ms;
+  config.store_probe_max = 20ms;
+  auto rt = runtime(order_binding(), source, config, /*with_sink=*/false);
+  rt->with_dead_letter_sink(std::make_shared<PostgresDeadLetterSink>(engine_->pool()));
+  source->push_kafka(0, 0, order_json("a"));
+  source->push_kafka(0, 1, "this is not JSON");
+  source->push_kafka(0, 2, order_json("b"));
+  set_read_only(true);
+  // The probe answers from a fresh session and sees it read-only.
+  auto probed = engine_->probe_store();
+  ASSERT_FALSE(probed);
+  EXPECT_TRUE(is_unavailable(probed.error()));
+  EXPECT_NE(probed.error().message.find("accepts no writes"), std::string::npos)
+      << probed.error().message;
+
+  auto first = rt->run_once();
+  ASSERT_TRUE(first) << "a read-only store is not a ConnectorError";
+  EXPECT_TRUE(first->store_unavailable);
+  EXPECT_EQ(first->held, 3u) << "the undecodable message is held too: its dead letter is a write";
+  for (int i = 0; i < 5; ++i) {
+    auto probe = rt->run_once();
+    ASSERT_TRUE(probe);
+    EXPECT_TRUE(probe->store_unavailable) << "a read-only store keeps intake paused";
+    EXPECT_EQ(probe->acked, 0u);
+  }
+  EXPECT_TRUE(source->acked().empty());
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_connector_dead_letters"), 0);
+  EXPECT_EQ(executions(), 0);
+  EXPECT_EQ(retried("transient"), 0);
+  EXPECT_EQ(capture.count_containing("the store answers again"), 0u);
+
+  set_read_only(false);
+  auto back = rt->run_once();
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->store_unavailable);
+  EXPECT_EQ(back->acked, 2u);
+  EXPECT_EQ(back->dead_lettered, 1u);
+  EXPECT_EQ(source->committed(0), 3);
+  EXPECT_EQ(executions(), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_connector_dead_letters WHERE reason = "
+                   "'undecodable'"),
+            1);
+  EXPECT_EQ(source->recoveries(), 0);
+  EXPECT_EQ(metrics_->counter_total(metrics::kConnectorRecoveries), 0);
+  EXPECT_EQ(capture.count_containing("dead-letter write"), 0u);
 }
 
 TEST_F(ConnectorOutageTest, one_rebuild_clears_the_stall_state_of_every_partition) {

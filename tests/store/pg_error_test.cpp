@@ -18,11 +18,16 @@ TEST(PgError, every_sqlstate_class_has_its_deliberate_retry_class) {
       // 08 connection exception
       {"08000", RetryClass::kUnavailable, ErrorKind::kTransient},
       {"08006", RetryClass::kUnavailable, ErrorKind::kTransient},
+      // 25006 read-only transaction: a standby, or a primary fenced for a failover
+      {"25006", RetryClass::kUnavailable, ErrorKind::kTransient},
+      {"25P02", RetryClass::kPermanent, ErrorKind::kInternal},
       // 40 transaction rollback: serialization failure, deadlock
       {"40001", RetryClass::kTransient, ErrorKind::kTransient},
       {"40P01", RetryClass::kTransient, ErrorKind::kTransient},
       // 53 insufficient resources (disk full, out of memory, too many connections)
-      {"53100", RetryClass::kTransient, ErrorKind::kTransient},
+      // a full disk fails every write alike: the store is unavailable
+      {"53100", RetryClass::kUnavailable, ErrorKind::kTransient},
+      {"53200", RetryClass::kTransient, ErrorKind::kTransient},
       {"53300", RetryClass::kTransient, ErrorKind::kTransient},
       // 57 operator intervention: admin/crash shutdown, cannot connect now, cancel
       {"57P01", RetryClass::kUnavailable, ErrorKind::kTransient},

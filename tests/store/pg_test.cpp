@@ -104,3 +104,46 @@ TEST_F(PipelineTest, a_borrowed_session_gets_unprepared_statements) {
 
 }  // namespace
 }  // namespace harvest::store
+
+namespace harvest::store {
+namespace {
+
+std::string option_of(const Connection& c, const std::string& keyword) {
+  PQconninfoOption* options = PQconninfo(c.raw());
+  std::string value = "(none)";
+  for (PQconninfoOption* o = options; o && o->keyword; ++o) {
+    if (keyword == o->keyword) value = o->val ? o->val : "(unset)";
+  }
+  PQconninfoFree(options);
+  return value;
+}
+
+using ConnectionSettingsTest = harvest::testing::PgTest;
+
+// Issue 34 item 3: a peer that goes silent must not hold a session forever.
+// Every session gets a connect timeout, keepalives and a TCP user timeout,
+// unless the URL says otherwise.
+TEST_F(ConnectionSettingsTest, sessions_get_timeouts_and_keepalives_unless_the_url_sets_its_own) {
+  auto plain = Connection::open(db_url());
+  ASSERT_TRUE(plain) << plain.error().describe();
+  EXPECT_EQ(option_of(**plain, "connect_timeout"), "5");
+  EXPECT_EQ(option_of(**plain, "keepalives"), "1");
+  EXPECT_EQ(option_of(**plain, "keepalives_idle"), "10");
+  EXPECT_EQ(option_of(**plain, "keepalives_interval"), "5");
+  EXPECT_EQ(option_of(**plain, "keepalives_count"), "3");
+  EXPECT_EQ(option_of(**plain, "tcp_user_timeout"), "15000");
+
+  const std::string url = db_url();
+  const char sep = url.find('?') == std::string::npos ? '?' : '&';
+  auto own = Connection::open(url + sep + "connect_timeout=7&tcp_user_timeout=1000");
+  ASSERT_TRUE(own) << own.error().describe();
+  EXPECT_EQ(option_of(**own, "connect_timeout"), "7") << "the URL's value wins";
+  EXPECT_EQ(option_of(**own, "tcp_user_timeout"), "1000");
+  EXPECT_EQ(option_of(**own, "keepalives_idle"), "10") << "what the URL leaves out keeps ours";
+  auto r = (*own)->exec("SELECT 1 AS v");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_int(0, "v"), 1);
+}
+
+}  // namespace
+}  // namespace harvest::store

@@ -258,7 +258,7 @@ std::vector<ShardStatus> Engine::shard_status() {
     ShardStatus st;
     st.index = static_cast<int>(i);
     st.location = store::location_of(shards_[i].url);
-    if (auto probed = probe_shard(i); !probed) {
+    if (auto probed = probe_shard(i, false); !probed) {
       st.error = probed.error().message;
     } else {
       st.readable = true;
@@ -268,12 +268,21 @@ std::vector<ShardStatus> Engine::shard_status() {
   return out;
 }
 
-Status Engine::probe_shard(size_t shard) {
+Status Engine::probe_shard(size_t shard, bool writes) {
   store::Pool& pool = *shards_.at(shard).pool;
   auto once = [&]() -> Status {
     auto conn = pool.acquire();
     if (!conn) return fail(conn.error());
-    if (auto r = (*conn)->exec("SELECT 1"); !r) return fail(r.error());
+    // A session's transaction_read_only is on on a standby and on a primary
+    // set read-only (default_transaction_read_only, as a failover in
+    // progress fences it): it answers, but a writer must keep waiting.
+    auto r = (*conn)->exec("SELECT current_setting('transaction_read_only') = 'on' AS read_only");
+    if (!r) return fail(r.error());
+    if (writes && r->rows() == 1 && r->get_bool(0, "read_only")) {
+      return fail(Error::unavailable(
+          "the database accepts no writes now (read-only, or a standby during a failover); retry",
+          fmt::format("shard {}: transaction_read_only is on", shard)));
+    }
     return {};
   };
   auto probed = once();
@@ -289,7 +298,7 @@ Status Engine::probe_shard(size_t shard) {
 
 Status Engine::probe_store() {
   for (size_t i = 0; i < shards_.size(); ++i) {
-    if (auto probed = probe_shard(i); !probed) return probed;
+    if (auto probed = probe_shard(i, true); !probed) return probed;
   }
   return {};
 }

@@ -155,10 +155,11 @@ class Engine {
                                                         bool dry_run);
   /// Probes every shard.
   [[nodiscard]] std::vector<ShardStatus> shard_status();
-  /// One cheap round trip (`SELECT 1`) on every shard: success when each
-  /// answers, else the first shard's error (unavailable when it cannot be
-  /// reached). Callers waiting out an outage poll this instead of retrying
-  /// real work.
+  /// One cheap round trip on every shard: success when each answers and
+  /// accepts writes, else the first shard's error (unavailable when it
+  /// cannot be reached or is read-only: a standby, or a primary fenced for
+  /// a failover). Callers waiting out an outage poll this instead of
+  /// retrying real work.
   [[nodiscard]] Status probe_store();
   /// The id of the current (not superseded) run of `workflow_id`, read on the
   /// shard the id routes to; empty when there is none.
@@ -254,7 +255,8 @@ class Engine {
   Result<StopOutcome> stop(const StopRequest& request, bool terminate);
   Result<BulkStopOutcome> stop_where(const StopFilter& filter, const std::string& reason,
                                      const std::string& requested_by, bool dry_run, bool terminate);
-  Status probe_shard(size_t shard);
+  // `writes`: a read-only shard fails the probe (unavailable).
+  Status probe_shard(size_t shard, bool writes);
 
   EngineConfig config_;
   WorkflowRegistry workflows_;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <set>
 
 #include <harvest/common/log.hpp>
@@ -37,9 +38,46 @@ long long PgResult::affected() const {
   return (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
 }
 
+namespace {
+
+// Connection settings harvest applies unless the URL sets them (the URL's own
+// values win: they are expanded after these). libpq's defaults wait forever
+// on a peer that went silent: no connect timeout, no keepalive, and a write
+// the network swallows is retransmitted for about 15 minutes. With these:
+//  - a connect attempt gives up after 5 s (per host of a multi-host URL, so
+//    a failover's dead primary does not hold up the standby);
+//  - an idle session (a LISTEN, a pooled connection) whose peer vanished is
+//    dropped after about 25 s of unanswered keepalives;
+//  - a statement whose bytes the network stopped acknowledging fails after
+//    15 s (tcp_user_timeout), as a connection failure: the store is then
+//    unavailable, intake pauses and the work is retried on a new session.
+// A long statement on a healthy network is not affected: the server
+// acknowledges what it received while it works.
+constexpr const char* kDefaultKeywords[] = {"connect_timeout",  "keepalives",
+                                            "keepalives_idle",  "keepalives_interval",
+                                            "keepalives_count", "tcp_user_timeout"};
+constexpr const char* kDefaultValues[] = {"5", "1", "10", "5", "3", "15000"};
+
+PGconn* connect_with_defaults(const std::string& url) {
+  constexpr size_t n = std::size(kDefaultKeywords);
+  const char* keywords[n + 2];
+  const char* values[n + 2];
+  for (size_t i = 0; i < n; ++i) {
+    keywords[i] = kDefaultKeywords[i];
+    values[i] = kDefaultValues[i];
+  }
+  keywords[n] = "dbname";  // expanded: a URL or key=value string, parsed by libpq
+  values[n] = url.c_str();
+  keywords[n + 1] = nullptr;
+  values[n + 1] = nullptr;
+  return PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& url,
                                                      bool transaction_pooler) {
-  PGconn* c = PQconnectdb(url.c_str());
+  PGconn* c = connect_with_defaults(url);
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);
     PQfinish(c);

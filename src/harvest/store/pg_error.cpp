@@ -28,6 +28,19 @@ Mapping map_sqlstate(std::string_view s) {
     return {ErrorKind::kTransient, "the database is shutting down or restarting; retry",
             RetryClass::kUnavailable};
   }
+  // A database refusing every write is an outage for a writer, not a fault
+  // of the data: a primary set read-only while a failover is under way, a
+  // standby reached before promotion (25006), a full disk (53100).
+  if (s == "25006") {
+    return {ErrorKind::kTransient,
+            "the database accepts no writes now (read-only, or a standby during a failover); "
+            "retry",
+            RetryClass::kUnavailable};
+  }
+  if (s == "53100") {
+    return {ErrorKind::kTransient, "the database is out of disk space; retry",
+            RetryClass::kUnavailable};
+  }
   if (cls == "40") {
     return {ErrorKind::kTransient,
             "the database aborted the transaction (serialization failure or deadlock); retry"};

@@ -3,11 +3,14 @@
 //
 // Every SQLSTATE class is mapped deliberately to a retry class:
 //   unavailable 08 connection, 57P01/57P02/57P03 (admin or crash shutdown,
-//              cannot connect now) and any failure without a server answer:
-//              the server is gone, so every statement fails alike;
+//              cannot connect now), 25006 (read-only: a standby, or a primary
+//              fenced for a failover), 53100 (disk full) and any failure
+//              without a server answer: every write fails alike until the
+//              server is back;
 //   transient  40 transaction rollback (40001 serialization, 40P01
-//              deadlock), 53 insufficient resources, the rest of 57 operator
-//              intervention (cancel, statement timeout), 58 system I/O,
+//              deadlock), the rest of 53 insufficient resources, the rest
+//              of 57 operator intervention (cancel, statement timeout), 58
+//              system I/O,
 //              55P03/55006 lock not available / object in use;
 //   permanent  22 data exception, 23 integrity (23505 unique violation is a
 //              conflict), 54 program limit, 42 syntax or access, 0A feature
