@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <harvest/kafka/kafka_source.hpp>
 #include <harvest/kafka/testing/test_broker.hpp>
@@ -22,53 +24,103 @@ namespace {
 constexpr const char* kTopic = "orders.placed";
 constexpr int kPartitions = 8;
 
-class CountFailures : public RdKafka::DeliveryReportCb {
+// Keeps every record whose delivery failed, to send again.
+class KeepFailures : public RdKafka::DeliveryReportCb {
  public:
   void dr_cb(RdKafka::Message& m) override {
-    if (m.err() != RdKafka::ERR_NO_ERROR) {
-      if (failed.fetch_add(1) == 0) std::cerr << "delivery failed: " << m.errstr() << "\n";
-    }
+    if (m.err() == RdKafka::ERR_NO_ERROR) return;
+    if (failed.empty()) std::cerr << "delivery failed: " << m.errstr() << "\n";
+    failed.emplace_back(m.key() ? *m.key() : std::string(),
+                        std::string(static_cast<const char*>(m.payload()), m.len()));
   }
-  std::atomic<long> failed{0};
+  std::vector<std::pair<std::string, std::string>> failed;  // key, value
 };
 
-// `send`: an idempotent producer that rides out a broker outage. Records wait
-// in librdkafka's queue (up to 5 minutes each) while the broker is down and
-// are delivered once, in order, when it is back; exits non-zero if any record
-// could not be delivered.
-int send_lines(const std::string& brokers) {
+std::unique_ptr<RdKafka::Producer> make_producer(const std::string& brokers, KeepFailures& report) {
   std::string err;
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  CountFailures report;
   for (auto [k, v] : {std::pair{"bootstrap.servers", brokers.c_str()},
                       {"enable.idempotence", "true"},
                       {"message.timeout.ms", "300000"},
                       {"linger.ms", "5"}}) {
-    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return std::cerr << err << "\n", 1;
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return std::cerr << err << "\n", nullptr;
   }
-  if (conf->set("dr_cb", &report, err) != RdKafka::Conf::CONF_OK)
-    return std::cerr << err << "\n", 1;
+  if (conf->set("dr_cb", &report, err) != RdKafka::Conf::CONF_OK) {
+    return std::cerr << err << "\n", nullptr;
+  }
   std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
-  if (!producer) return std::cerr << err << "\n", 1;
+  if (!producer) std::cerr << err << "\n";
+  return producer;
+}
+
+// `send`: an idempotent producer that rides out a broker outage. Records wait
+// in librdkafka's queue (up to 5 minutes each) while the broker is down and
+// are delivered once, in order, when it is back. An idempotent producer can
+// also fail fatally (a broker just started may answer a first batch with
+// OUT_OF_ORDER_SEQUENCE_NUMBER while it loads its producer state): then the
+// records it failed are sent again by a new producer — at most a repeat of a
+// record, which the connector's dedupe key absorbs. Exits non-zero if a record
+// could not be delivered after 5 producers.
+int send_lines(const std::string& brokers) {
+  KeepFailures report;
+  auto producer = make_producer(brokers, report);
+  if (!producer) return 1;
+  int producers = 1;
+  // Sends one record; on a fatal producer error, replaces the producer.
+  std::function<bool(const std::string&, const std::string&)> send;
+  send = [&](const std::string& key, const std::string& value) -> bool {
+    for (;;) {
+      auto e = producer->produce(kTopic, RdKafka::Topic::PARTITION_UA,
+                                 RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+                                 value.size(), key.data(), key.size(), 0, nullptr);
+      if (e == RdKafka::ERR_NO_ERROR) return true;
+      if (e == RdKafka::ERR__QUEUE_FULL) {
+        producer->poll(100);
+        continue;
+      }
+      if (e != RdKafka::ERR__FATAL || producers >= 5) {
+        std::cerr << RdKafka::err2str(e) << "\n";
+        return false;
+      }
+      std::string reason;
+      producer->fatal_error(reason);
+      std::cerr << "producer failed fatally (" << reason << "); a new one sends its failures\n";
+      producer->flush(10000);  // its queued records fail now, into report.failed
+      producer = make_producer(brokers, report);
+      if (!producer) return false;
+      ++producers;
+      auto again = std::move(report.failed);
+      report.failed.clear();
+      for (const auto& [k, v] : again) {
+        if (!send(k, v)) return false;
+      }
+    }
+  };
   std::string line;
   while (std::getline(std::cin, line)) {
     const size_t tab = line.find('\t');
     const std::string key = tab == std::string::npos ? "" : line.substr(0, tab);
-    std::string value = tab == std::string::npos ? line : line.substr(tab + 1);
-    for (;;) {
-      auto e =
-          producer->produce(kTopic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-                            value.data(), value.size(), key.data(), key.size(), 0, nullptr);
-      if (e == RdKafka::ERR_NO_ERROR) break;
-      if (e != RdKafka::ERR__QUEUE_FULL) return std::cerr << RdKafka::err2str(e) << "\n", 1;
-      producer->poll(100);
-    }
+    const std::string value = tab == std::string::npos ? line : line.substr(tab + 1);
+    if (!send(key, value)) return 1;
     producer->poll(0);
   }
-  if (producer->flush(600000) != RdKafka::ERR_NO_ERROR) {
-    return std::cerr << "records still undelivered after 10 minutes\n", 1;
+  for (;;) {
+    if (producer->flush(600000) != RdKafka::ERR_NO_ERROR) {
+      return std::cerr << "records still undelivered after 10 minutes\n", 1;
+    }
+    std::string reason;
+    if (report.failed.empty()) return 0;
+    if (producer->fatal_error(reason) == RdKafka::ERR_NO_ERROR || producers >= 5) return 1;
+    std::cerr << "producer failed fatally (" << reason << "); a new one sends its failures\n";
+    producer = make_producer(brokers, report);
+    if (!producer) return 1;
+    ++producers;
+    auto again = std::move(report.failed);
+    report.failed.clear();
+    for (const auto& [k, v] : again) {
+      if (!send(k, v)) return 1;
+    }
   }
-  return report.failed.load() == 0 ? 0 : 1;
 }
 }  // namespace
 

@@ -11,7 +11,7 @@ APT_PACKAGES=(
   prometheus-cpp-dev libcli11-dev libcpp-httplib-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   kcat curl
-  faketime doxygen iptables
+  faketime doxygen iptables stunnel4 openssl
   chromium
 )
 # The Kafka and SQS test servers are Java programs fetched with Maven.

@@ -92,11 +92,12 @@ net_resume() {
 
 # ---- dispatch times ----
 
-# net_metrics_url: the app's /metrics, from the port its log says it bound.
+# net_metrics_url: the app's /metrics (at the root, beside the API's prefix),
+# from the address its log says it bound.
 net_metrics_url() {
   local base
   base=$(grep -o 'HTTP API listening on http://[^ ]*' "$LOGS/$SCENARIO.app.log" | tail -n 1 | sed 's/.* on //')
-  [[ -n $base ]] && echo "${base%/}/metrics"
+  [[ -n $base ]] && echo "$(sed -E 's#^(http://[^/]+).*#\1#' <<<"$base")/metrics"
 }
 
 # net_healthz: "CODE BODY" of the app's /healthz within 5 s (000 if none).
@@ -192,7 +193,9 @@ drive_net_latency() {
       net_clear
       net_resume
       read -r NET_P99 NET_LAT_N < <(net_p99 "$before" "$after")
-      [[ $NET_P99 == n/a ]] && log "no dispatch histogram: the app's $(net_metrics_url || echo /metrics) serves no Prometheus exporter" ;;
+      if [[ $NET_P99 == n/a ]]; then
+        log "no dispatch histogram: the app's $(net_metrics_url || echo /metrics) serves no Prometheus exporter"
+      fi ;;
     stop)
       local e2e e2e_before p50 p99 n p50b p99b nb
       e2e=$(net_e2e_ms "$NET_T_ON" "$((NET_T_OFF - 2000))")

@@ -22,6 +22,11 @@
 #                          (toxiproxy.sh) listening there and forwarding to PROXIED_PORT:
 #                          clients bootstrapped through the proxy stay on it; clients
 #                          of PORT are unaffected
+#   HARVEST_KAFKA_EXTRA_CONFIG  a file appended to server.properties (a later key
+#                          overrides an earlier one, so it may redefine listeners=...,
+#                          as scripts/services/tls.sh does for a SASL_SSL listener)
+#   HARVEST_KAFKA_FORMAT_ARGS  extra arguments (split on whitespace) for the KRaft
+#                          storage format, e.g. --add-scram 'SCRAM-SHA-512=[name=u,password=p]'
 set -euo pipefail
 
 SVC_NAME=kafka
@@ -41,6 +46,10 @@ PIDFILE="$STATE_DIR/kafka.pid"
 LOGFILE="$STATE_DIR/kafka.log"
 PROXIED_PORT="${HARVEST_KAFKA_PROXIED_PORT:-}"
 ADVERTISED_PORT="${HARVEST_KAFKA_ADVERTISED_PORT:-}"
+EXTRA_CONFIG="${HARVEST_KAFKA_EXTRA_CONFIG:-}"
+[[ -z "$EXTRA_CONFIG" || -r "$EXTRA_CONFIG" ]] || die "HARVEST_KAFKA_EXTRA_CONFIG '$EXTRA_CONFIG' is not a readable file"
+# shellcheck disable=SC2206
+FORMAT_ARGS=(${HARVEST_KAFKA_FORMAT_ARGS:-})
 [[ -z "$PROXIED_PORT$ADVERTISED_PORT" || ( "$PROXIED_PORT" =~ ^[0-9]+$ && "$ADVERTISED_PORT" =~ ^[0-9]+$ ) ]] ||
   die "HARVEST_KAFKA_PROXIED_PORT and HARVEST_KAFKA_ADVERTISED_PORT must be set together, as numbers"
 
@@ -151,6 +160,10 @@ share.coordinator.state.topic.min.isr=1
 min.insync.replicas=1
 # log retention: Kafka defaults (168h, no size limit).
 EOF
+  if [[ -n "$EXTRA_CONFIG" ]]; then
+    { echo "# ---- appended from HARVEST_KAFKA_EXTRA_CONFIG=$EXTRA_CONFIG ----"; cat "$EXTRA_CONFIG"; } \
+      >>"$STATE_DIR/server.properties"
+  fi
   cat >"$STATE_DIR/log4j2.properties" <<EOF
 status = warn
 appender.file.type = File
@@ -229,7 +242,7 @@ cmd_start() {
   log "Kafka $KAFKA_VERSION: formatting KRaft storage in $STATE_DIR/data (cluster id $cluster_id)"
   if ! java "${JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$STATE_DIR/log4j2-tools.properties" \
       -cp "$LIBS/*" kafka.tools.StorageTool format -t "$cluster_id" \
-      -c "$STATE_DIR/server.properties" >"$STATE_DIR/format.log" 2>&1; then
+      -c "$STATE_DIR/server.properties" ${FORMAT_ARGS[@]+"${FORMAT_ARGS[@]}"} >"$STATE_DIR/format.log" 2>&1; then
     log "storage format failed:"
     tail -n 20 "$STATE_DIR/format.log" >&2
     exit 1

@@ -13,6 +13,9 @@
 #   HARVEST_SQS_REGION        region used in queue ARNs (default us-east-1); account is 000000000000
 #   HARVEST_CACHE_DIR         cache (default ~/.cache/harvest) -> elasticmq-<version>/libs, moto-venv/
 #   HARVEST_SERVICE_TIMEOUT   readiness deadline in seconds (default 60)
+#   HARVEST_SQS_PUBLIC_URL    ElasticMQ only: the address queue URLs are built from, as
+#                             PROTOCOL://HOST:PORT (default http://127.0.0.1:$PORT), e.g. a
+#                             TLS terminator's https://localhost:PORT (scripts/services/tls.sh)
 set -euo pipefail
 
 SVC_NAME=sqs
@@ -27,6 +30,10 @@ TIMEOUT="${HARVEST_SERVICE_TIMEOUT:-60}"
 REGION="${HARVEST_SQS_REGION:-us-east-1}"
 IMPL="${HARVEST_SQS_IMPL:-elasticmq}"
 MARKER=.harvest-sqs
+PUBLIC_URL="${HARVEST_SQS_PUBLIC_URL:-$ENDPOINT}"
+[[ "$PUBLIC_URL" =~ ^(https?)://([^:/]+):([0-9]+)/?$ ]] ||
+  die "HARVEST_SQS_PUBLIC_URL must be http(s)://HOST:PORT, got '$PUBLIC_URL'"
+PUBLIC_PROTOCOL=${BASH_REMATCH[1]} PUBLIC_HOST=${BASH_REMATCH[2]} PUBLIC_PORT=${BASH_REMATCH[3]}
 PIDFILE="$STATE_DIR/sqs.pid"
 LOGFILE="$STATE_DIR/sqs.log"
 
@@ -110,9 +117,9 @@ write_elasticmq_config() {
 include classpath("application.conf")
 
 node-address {
-  protocol = http
-  host = "127.0.0.1"
-  port = $PORT
+  protocol = $PUBLIC_PROTOCOL
+  host = "$PUBLIC_HOST"
+  port = $PUBLIC_PORT
   context-path = ""
 }
 rest-sqs {

@@ -223,7 +223,19 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   std::vector<store::MigrationSet> plugin_sets;
   if (needs_table) plugin_sets.push_back(connector::connector_migrations());
   auto engine = engine::Engine::open(engine_config_, std::move(workflows_), std::move(plugin_sets));
-  if (!engine) throw ConfigError("harvest cannot start: " + engine.error().describe());
+  if (!engine) {
+    const Error& e = engine.error();
+    // At start-up an unreachable database is not something to retry: a
+    // wrong host, CA, certificate or password stays wrong. Say what the
+    // driver said (it names the server, never the password).
+    if (is_unavailable(e) && !e.detail.empty()) {
+      throw ConfigError(
+          "harvest cannot start: the database refused or did not answer the connection (check "
+          "the URL's host, TLS settings and credentials): " +
+          e.detail);
+    }
+    throw ConfigError("harvest cannot start: " + e.describe());
+  }
   app->engine_ = std::move(*engine);
   engine::Engine& e = *app->engine_;
 
