@@ -10,6 +10,7 @@
 // their leases. Without it, a restart waits out the group's session timeout
 // and the runs' leases (docs/design.md, "Restarts and instance ids").
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 
 #include <harvest/kafka/kafka_source.hpp>
@@ -41,11 +42,15 @@ int main() {
   });
   const char* brokers = std::getenv("KAFKA_BOOTSTRAP");
   const char* instance = std::getenv("HARVEST_INSTANCE_ID");  // also the engine's default
+  // TLS and SASL settings come from $HARVEST_KAFKA_PROPERTIES_FILE, if set.
   auto source =
       kafka::KafkaSource::connect(kafka::KafkaSourceConfig(brokers ? brokers : "localhost:9092",
                                                            "harvest-orders", "orders.placed")
-                                      .instance_id(instance ? instance : ""))
-          .value();
+                                      .instance_id(instance ? instance : ""));
+  if (!source) {
+    std::fprintf(stderr, "kafka_connector_quickstart: %s\n", source.error().describe().c_str());
+    return 1;
+  }
   auto binding = connector::SourceBinding::starts("orders", "orders.placed", "fulfil_order")
                      .map_json([](const MessageCtx&, OrderPlaced order) -> MapResult {
                        return MappedMessage{"order-" + order.order_id, order};
@@ -53,7 +58,7 @@ int main() {
                      .max_in_flight(32);
   auto app = plugin::HarvestPlugin()
                  .workflows(std::move(workflows))
-                 .connector(binding, source)
+                 .connector(binding, *source)
                  .worker(engine::WorkerConfig{})
                  // Prometheus metrics, served at /api/harvest/metrics.
                  .metrics(std::make_shared<metrics::PrometheusMetrics>())

@@ -1,12 +1,16 @@
 // KafkaSource rules that need no broker: the canonical subscription identity
 // (CON-4), the forced configuration (KAF-1) and the anchor filter (KAF-4).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include <harvest/common/log.hpp>
 #include <harvest/kafka/anchor_book.hpp>
 #include <harvest/kafka/kafka_source.hpp>
+#include <harvest/kafka/librdkafka_glue.hpp>
 
 namespace harvest::kafka {
 namespace {
@@ -194,6 +198,61 @@ TEST(SelectAnchorCommits, an_anchor_must_strictly_raise_the_groups_commit) {
             (std::map<int32_t, int64_t>{{2, 7}, {3, 5}}))
       << "below (stale after revoke-and-return) and equal are skipped; above and "
          "no-commit-yet are written";
+}
+
+// Issue 34 item 7: a deployment's client properties (TLS, SASL) from a file.
+TEST(KafkaPropertiesFile, key_value_lines_comments_and_either_separator_in_file_order) {
+  auto props = detail::parse_properties(
+      "# from the provider\n"
+      "security.protocol=SASL_SSL\n"
+      "\n"
+      "  ! another comment\n"
+      "sasl.mechanisms : PLAIN\r\n"
+      "sasl.password= s3cr=t \n"
+      "ssl.ca.location=/etc/ca.pem",
+      "test");
+  ASSERT_TRUE(props) << props.error().describe();
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"security.protocol", "SASL_SSL"},
+      {"sasl.mechanisms", "PLAIN"},
+      {"sasl.password", "s3cr=t"},
+      {"ssl.ca.location", "/etc/ca.pem"}};
+  EXPECT_EQ(*props, want);
+}
+
+TEST(KafkaPropertiesFile, a_bad_line_names_the_file_and_line_never_the_value) {
+  auto bad = detail::parse_properties("a=1\nsasl.password hunter2\n", "the file 'x'");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(bad.error().message.find("the file 'x': line 2"), std::string::npos)
+      << bad.error().message;
+  EXPECT_EQ(bad.error().describe().find("hunter2"), std::string::npos);
+  EXPECT_FALSE(detail::parse_properties("=value\n", "f"));
+  EXPECT_FALSE(detail::parse_properties(std::string(64 * 1024 + 1, '#'), "f"));
+  std::string lines;
+  for (int i = 0; i < 1001; ++i) lines += "# comment\n";
+  EXPECT_FALSE(detail::parse_properties(lines, "f"));
+}
+
+TEST(KafkaPropertiesFile, connect_applies_the_file_and_refuses_a_missing_one_or_a_bad_property) {
+  const std::string path = ::testing::TempDir() + "/harvest-kafka-" + std::to_string(::getpid());
+  ::setenv("HARVEST_KAFKA_PROPERTIES_FILE", (path + ".missing").c_str(), 1);
+  auto missing = KafkaSource::connect(KafkaSourceConfig(kNoBroker, "g", "t"));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find(path + ".missing"), std::string::npos);
+  {
+    std::ofstream out(path);
+    out << "ssl.ca.location.bogus=secret-value\n";
+  }
+  ::setenv("HARVEST_KAFKA_PROPERTIES_FILE", path.c_str(), 1);
+  auto rejected = KafkaSource::connect(KafkaSourceConfig(kNoBroker, "g", "t"));
+  ::unsetenv("HARVEST_KAFKA_PROPERTIES_FILE");
+  std::remove(path.c_str());
+  ASSERT_FALSE(rejected) << "the file's properties reach librdkafka";
+  EXPECT_EQ(rejected.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(rejected.error().message.find("ssl.ca.location.bogus"), std::string::npos)
+      << rejected.error().message;
+  EXPECT_EQ(rejected.error().describe().find("secret-value"), std::string::npos);
 }
 
 }  // namespace

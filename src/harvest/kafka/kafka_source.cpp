@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <stop_token>
 #include <thread>
 
@@ -33,6 +37,8 @@ using SteadyClock = std::chrono::steady_clock;
 // to a stop request and to buffer space freeing up (resume), and keeps
 // librdkafka polled far more often than any max.poll.interval.ms.
 constexpr int kPollSliceMs = 100;
+// How long connect() waits for the brokers to answer (or refuse) at start.
+constexpr auto kAccessCheck = std::chrono::seconds(10);
 // How long a full read-ahead holds consumption before partitions are paused.
 constexpr auto kHoldBeforePause = std::chrono::seconds(1);
 
@@ -204,7 +210,52 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
     }
   }
 
+  // Asks the brokers for metadata until they answer (success), refuse the
+  // connection's TLS or SASL (a config error naming the brokers and what
+  // librdkafka said), or are all down, or `budget` passes (both success:
+  // an outage, ridden out later). Serves the consumer's events meanwhile.
+  [[nodiscard]] Status check_access(std::chrono::milliseconds budget) {
+    const auto deadline = std::chrono::steady_clock::now() + budget;
+    bool down_seen = false;
+    for (;;) {
+      RdKafka::Metadata* md = nullptr;
+      if (consumer_->metadata(false, nullptr, &md, 200) == RdKafka::ERR_NO_ERROR) {
+        delete md;
+        return {};
+      }
+      std::unique_ptr<RdKafka::Message> m(consumer_->consume(50));
+      {
+        std::lock_guard lock(access_mu_);
+        // An error can come as a message as well as an event.
+        if (m->err() == RdKafka::ERR__AUTHENTICATION || m->err() == RdKafka::ERR__SSL) {
+          if (!access_error_) access_error_ = m->errstr();
+        } else if (m->err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
+          all_down_ = true;
+        }
+        if (access_error_) {
+          return fail(Error::config(fmt::format(
+              "{}: the brokers refused the connection ({}); check security.protocol, the CA "
+              "(ssl.ca.location) and the SASL mechanism and credentials",
+              source_.log_name_, *access_error_)));
+        }
+        if (all_down_ && down_seen) break;  // one more round for a late TLS error
+        down_seen = all_down_;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) break;
+    }
+    log::warn("{}: no broker answered at start; consuming once one does", source_.log_name_);
+    return {};
+  }
+
   void event_cb(RdKafka::Event& event) override {
+    if (event.type() == RdKafka::Event::EVENT_ERROR && !event.fatal()) {
+      std::lock_guard lock(access_mu_);
+      if (event.err() == RdKafka::ERR__AUTHENTICATION || event.err() == RdKafka::ERR__SSL) {
+        if (!access_error_) access_error_ = event.str();
+      } else if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
+        all_down_ = true;
+      }
+    }
     if (event.type() == RdKafka::Event::EVENT_ERROR && event.fatal()) {
       std::string reason;
       const auto code = consumer_ ? consumer_->fatal_error(reason) : event.err();
@@ -219,6 +270,10 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
 
  private:
   explicit Session(KafkaSource& source) : source_(source) {}
+
+  std::mutex access_mu_;
+  std::optional<std::string> access_error_;  // guarded by access_mu_
+  bool all_down_ = false;                    // guarded by access_mu_
 
   void poll_loop(const std::stop_token& stop) {
     const std::string& topic = source_.config_.topic();
@@ -324,7 +379,16 @@ RdKafka::KafkaConsumer& KafkaSource::session_consumer() {
   return session_->consumer();
 }
 
-Result<std::shared_ptr<KafkaSource>> KafkaSource::connect(const KafkaSourceConfig& config) {
+Result<std::shared_ptr<KafkaSource>> KafkaSource::connect(const KafkaSourceConfig& given) {
+  // HARVEST_KAFKA_PROPERTIES_FILE: the deployment's client properties (TLS,
+  // SASL), applied after the code's own, so a binary is pointed at a managed
+  // cluster by configuration alone.
+  KafkaSourceConfig config = given;
+  if (const char* path = std::getenv("HARVEST_KAFKA_PROPERTIES_FILE"); path && *path) {
+    auto file = detail::load_properties_file(path);
+    if (!file) return fail(file.error());
+    for (auto& [key, value] : *file) config.property(std::move(key), std::move(value));
+  }
   if (config.topic().empty()) {
     return fail(Error::config("KafkaSourceConfig: topic must not be empty"));
   }
@@ -347,6 +411,12 @@ Result<std::shared_ptr<KafkaSource>> KafkaSource::connect(const KafkaSourceConfi
   auto session = Session::create(*source);
   if (!session) return fail(session.error());
   source->session_ = std::move(*session);
+  // A wrong CA, an expired certificate or a wrong password never heals by
+  // retrying: refuse to start rather than log the failure forever. Brokers
+  // that are merely down are an outage the source rides out.
+  if (auto access = source->session_->check_access(kAccessCheck); !access) {
+    return fail(access.error());
+  }
   return source;
 }
 

@@ -79,10 +79,17 @@ class AnchorBook;  // <harvest/kafka/anchor_book.hpp>, internal
 /// owns its poller thread and librdkafka handles.
 class KafkaSource final : public connector::EventSource {
  public:
-  /// Validates the properties with librdkafka and creates the consumer. Does
-  /// not contact the broker (librdkafka connects lazily) and does not join the
-  /// group: the subscription starts with the first `receive`. Errors: kConfig
-  /// naming the rejected property. Forced settings that the caller tried to
+  /// Validates the properties with librdkafka, creates the consumer and asks
+  /// the brokers for metadata (up to 10 s); does not join the group: the
+  /// subscription starts with the first `receive`. The properties in the
+  /// file named by `HARVEST_KAFKA_PROPERTIES_FILE`, if set (`key=value`
+  /// lines, as managed Kafka services hand them out: TLS, SASL), are applied
+  /// after `config`'s own. Errors: kConfig naming the rejected property (never
+  /// its value), a properties file that cannot be read or parsed (naming its
+  /// line), or brokers that refuse the connection's TLS or SASL (a wrong CA,
+  /// an expired certificate, a wrong password) — never retried, since they
+  /// do not heal. Brokers that do not answer at all are not an error: the
+  /// source consumes once they do. Forced settings that the caller tried to
   /// change are logged as warnings. `config` is copied.
   [[nodiscard]] static Result<std::shared_ptr<KafkaSource>> connect(
       const KafkaSourceConfig& config);

@@ -1,7 +1,68 @@
+#include <fstream>
+
 #include <harvest/common/log.hpp>
 #include <harvest/kafka/librdkafka_glue.hpp>
 
 namespace harvest::kafka::detail {
+
+namespace {
+constexpr size_t kMaxPropertiesBytes = 64 * 1024;
+constexpr size_t kMaxPropertiesLines = 1000;
+constexpr size_t kMaxPropertyKey = 255;
+
+std::string_view trim_blank(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_properties(std::string_view text,
+                                                                          std::string_view origin) {
+  if (text.size() > kMaxPropertiesBytes) {
+    return fail(
+        Error::config(fmt::format("{}: larger than {} bytes", origin, kMaxPropertiesBytes)));
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = trim_blank(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (++line_no > kMaxPropertiesLines) {
+      return fail(
+          Error::config(fmt::format("{}: more than {} lines", origin, kMaxPropertiesLines)));
+    }
+    if (line.empty() || line.front() == '#' || line.front() == '!') continue;
+    const size_t sep = line.find_first_of("=:");
+    const std::string_view key =
+        trim_blank(line.substr(0, sep == std::string_view::npos ? line.size() : sep));
+    if (sep == std::string_view::npos || key.empty()) {
+      return fail(Error::config(fmt::format("{}: line {}: expected key=value", origin, line_no)));
+    }
+    if (key.size() > kMaxPropertyKey) {
+      return fail(Error::config(fmt::format("{}: line {}: a key longer than {} bytes", origin,
+                                            line_no, kMaxPropertyKey)));
+    }
+    out.emplace_back(std::string(key), std::string(trim_blank(line.substr(sep + 1))));
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> load_properties_file(
+    const std::string& path) {
+  const std::string origin = fmt::format("the Kafka properties file '{}'", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(Error::config(origin + ": cannot be read"));
+  std::string text(kMaxPropertiesBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return parse_properties(text, origin);
+}
 
 void log_librdkafka(const RdKafka::Event& event, const std::string& who) {
   switch (event.type()) {

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <harvest/common/error.hpp>
@@ -31,6 +33,19 @@ Status set_callback(RdKafka::Conf& conf, const char* name, T* cb) {
   }
   return {};
 }
+
+// The `key=value` lines of a client properties file (the format managed
+// Kafka services hand out; `#` or `!` starts a comment line, `:` also
+// separates), in file order. `origin` names the file in errors, which give
+// the line number but never a value (it may be a credential). Bounded:
+// 64 KiB, 1,000 lines, keys of 255 bytes.
+Result<std::vector<std::pair<std::string, std::string>>> parse_properties(std::string_view text,
+                                                                          std::string_view origin);
+
+// parse_properties on the file at `path`; a missing or unreadable file is a
+// config error naming it.
+Result<std::vector<std::pair<std::string, std::string>>> load_properties_file(
+    const std::string& path);
 
 // A harvest message (coordinates, key, headers, payload) from a record.
 connector::Message to_message(RdKafka::Message& m, const std::string& topic);

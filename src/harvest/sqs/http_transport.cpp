@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include <harvest/common/strings.hpp>
 #include <harvest/sqs/http_transport.hpp>
@@ -57,6 +58,13 @@ Error transport_error(CURLcode code, const HttpRequest& request, const char* det
     case CURLE_BAD_FUNCTION_ARGUMENT:
     case CURLE_OUT_OF_MEMORY:
       return Error::internal(std::move(what));
+    // The endpoint's certificate is not trusted (an unknown CA, expired, the
+    // wrong name) or the CA bundle cannot be read: retrying does not heal it.
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+      return Error::config(what + " (check the endpoint's certificate and AWS_CA_BUNDLE)");
     default:
       // Refused, reset, DNS, TLS handshake, timeouts: the endpoint may answer
       // on a later attempt, so the caller retries rather than giving up.
@@ -122,6 +130,11 @@ Result<HttpResponse> HttpTransport::perform(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, request.timeout.count())));
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  // AWS_CA_BUNDLE (as the AWS SDKs and CLI read it): the CA certificates an
+  // HTTPS endpoint is verified against, instead of the system's.
+  if (const char* ca = std::getenv("AWS_CA_BUNDLE"); ca && *ca) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+  }
   if (request.bypass_proxy) curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);

@@ -128,6 +128,11 @@ Result<std::shared_ptr<SqsSource>> SqsSource::connect(SqsSourceConfig config) {
   std::optional<int> max_receives;
   const std::string& queue = config.queue_url();
   auto attrs = (*client)->get_queue_attributes(queue, {"RedrivePolicy"});
+  if (!attrs && attrs.error().kind == ErrorKind::kConfig) {
+    // An endpoint whose certificate is not trusted (a wrong CA bundle, an
+    // expired certificate) does not heal by retrying: refuse to start.
+    return fail(Error::config(fmt::format("SQS queue {}: {}", queue, attrs.error().message)));
+  }
   if (!attrs) {
     // Fail closed: without a known redrive target, broker-native
     // dead-lettering would loop a poison message forever, so the build must

@@ -120,7 +120,9 @@ class SqsSource final : public connector::EventSource {
   /// becomes the dead-letter destination. A failed probe (missing queue,
   /// access denied) is logged as a warning naming the queue and the error and
   /// counts as "no destination" (unless the config declares a redrive policy).
-  /// Errors: kConfig for an invalid config or an unresolvable client.
+  /// Errors: kConfig for an invalid config, an unresolvable client, or an
+  /// HTTPS endpoint whose certificate is not trusted (AWS_CA_BUNDLE names the
+  /// CA certificates to trust instead of the system's).
   [[nodiscard]] static Result<std::shared_ptr<SqsSource>> connect(SqsSourceConfig config);
 
   /// Synchronous, contacts nothing: reports a dead-letter destination only
