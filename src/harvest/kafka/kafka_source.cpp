@@ -21,6 +21,7 @@
 
 namespace harvest::kafka {
 
+using detail::footprint;
 using detail::log_librdkafka;
 using detail::make_conf;
 using detail::partition_ids;
@@ -41,13 +42,6 @@ constexpr int kPollSliceMs = 100;
 constexpr auto kAccessCheck = std::chrono::seconds(10);
 // How long a full read-ahead holds consumption before partitions are paused.
 constexpr auto kHoldBeforePause = std::chrono::seconds(1);
-
-// What one buffered message counts against max_buffered_bytes.
-size_t footprint(const connector::Message& m) {
-  size_t n = m.payload.size() + (m.key ? m.key->size() : 0) + 64;
-  for (const auto& [k, v] : m.headers) n += k.size() + v.size();
-  return n;
-}
 
 }  // namespace
 
@@ -464,69 +458,6 @@ Status KafkaSource::ensure_session() {
   return session_->start();
 }
 
-void KafkaSource::on_message(int32_t partition, int64_t offset, connector::Message message) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = owned_.find(partition);
-    if (it == owned_.end()) return;  // revoked meanwhile; the next owner reads it
-    anchors_->record_first_read(partition, offset);
-    message.generation = it->second.generation;
-    buffer_bytes_ += footprint(message);
-    buffer_.push_back(std::move(message));
-    consumer_error_.reset();  // consumption works again
-  }
-  ready_.notify_one();
-}
-
-void KafkaSource::on_partition_eof(int32_t partition, int64_t offset) {
-  // With enable.partition.eof, reaching the end before any message is where
-  // the reset policy resolved: the same fact as a first read at `offset`.
-  std::lock_guard lock(mu_);
-  if (owned_.contains(partition)) anchors_->record_first_read(partition, offset);
-}
-
-void KafkaSource::on_consumer_error(Error error, bool fatal) {
-  if (fatal) {
-    log::error("{}", error.message);
-  } else {
-    log::warn("{}", error.message);
-  }
-  {
-    std::lock_guard lock(mu_);
-    if (fatal) {
-      fatal_ = std::move(error);
-    } else {
-      consumer_error_ = std::move(error);
-    }
-  }
-  ready_.notify_all();
-}
-
-bool KafkaSource::read_ahead_full() const {
-  return buffer_.size() >= config_.max_buffered() || buffer_bytes_ >= config_.max_buffered_bytes();
-}
-
-bool KafkaSource::read_ahead_half() const {
-  return buffer_.size() <= config_.max_buffered() / 2 &&
-         buffer_bytes_ <= config_.max_buffered_bytes() / 2;
-}
-
-void KafkaSource::drop_buffered(const std::vector<int32_t>& partitions) {
-  std::erase_if(buffer_, [&](const connector::Message& m) {
-    return std::ranges::find(partitions,
-                             std::get<connector::KafkaCoordinates>(m.coordinates).partition) !=
-           partitions.end();
-  });
-  buffer_bytes_ = 0;
-  for (const auto& m : buffer_) buffer_bytes_ += footprint(m);
-  space_.notify_all();
-}
-
-bool KafkaSource::fetch_paused() const {
-  std::lock_guard lock(mu_);
-  return paused_;
-}
-
 Result<std::vector<connector::Message>> KafkaSource::receive(size_t max, milliseconds timeout) {
   std::vector<connector::Message> batch;
   if (max == 0) return batch;
@@ -621,17 +552,6 @@ Result<bool> KafkaSource::recover() {
   if (auto started = ensure_session(); !started) return fail(started.error());
   log::info("{}: consumer rebuilt; resuming from the group's committed offsets", log_name_);
   return true;
-}
-
-KafkaSource::Snapshot KafkaSource::snapshot() const {
-  std::lock_guard lock(mu_);
-  Snapshot s;
-  for (const auto& [p, ownership] : owned_) s.owned.emplace(p, ownership.generation);
-  s.anchors = anchors_->all();
-  s.floors_committed = floors_committed_;
-  s.buffered = buffer_.size();
-  s.paused = paused_;
-  return s;
 }
 
 }  // namespace harvest::kafka

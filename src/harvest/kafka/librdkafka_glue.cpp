@@ -128,4 +128,10 @@ std::vector<int32_t> partition_ids(const std::vector<RdKafka::TopicPartition*>& 
   return out;
 }
 
+size_t footprint(const connector::Message& m) {
+  size_t n = m.payload.size() + (m.key ? m.key->size() : 0) + 64;
+  for (const auto& [k, v] : m.headers) n += k.size() + v.size();
+  return n;
+}
+
 }  // namespace harvest::kafka::detail

@@ -47,6 +47,9 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_properties(std::s
 Result<std::vector<std::pair<std::string, std::string>>> load_properties_file(
     const std::string& path);
 
+// What one buffered message counts against a source's max_buffered_bytes.
+size_t footprint(const connector::Message& m);
+
 // A harvest message (coordinates, key, headers, payload) from a record.
 connector::Message to_message(RdKafka::Message& m, const std::string& topic);
 
