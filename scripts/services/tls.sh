@@ -17,14 +17,14 @@
 #   TLS_PG_EXPIRED_PORT, TLS_PG_EXPIRED_URL (a second cluster serving the expired cert),
 #   TLS_KAFKA_BOOTSTRAP (SASL_SSL), TLS_KAFKA_EXPIRED_BOOTSTRAP (SASL_SSL listener of
 #   the same broker serving the expired cert), TLS_KAFKA_PLAINTEXT_BOOTSTRAP,
-#   TLS_KAFKA_USER, TLS_KAFKA_PASSWORD, TLS_KAFKA_MECHANISM (PLAIN: what librdkafka
-#   2.0.2 can use), TLS_KAFKA_SCRAM_MECHANISM (SCRAM-SHA-512, same user/password:
-#   works for Java clients and librdkafka >= 2.6.1 only),
+#   TLS_KAFKA_USER, TLS_KAFKA_PASSWORD, TLS_KAFKA_MECHANISM (SCRAM-SHA-512; PLAIN
+#   takes the same user and password), TLS_KAFKA_SCRAM_MECHANISM (SCRAM-SHA-512),
 #   TLS_SQS_ENDPOINT (https), TLS_SQS_EXPIRED_ENDPOINT (https, expired cert),
 #   TLS_SQS_PLAIN_ENDPOINT (ElasticMQ itself, http)
 #
 # Env:
 #   HARVEST_TLS_DIR          state dir (default /tmp/harvest-tls)
+#   HARVEST_TLS_KAFKA_VERSION Kafka version of the TLS broker (default 3.9.0: see kafka_env)
 #   HARVEST_TLS_KAFKA_TOPICS topics to create, NAME:PARTITIONS ... (default
 #                            "orders.placed:8"; empty: none)
 #   HARVEST_SERVICE_TIMEOUT  readiness deadline per service (default 60)
@@ -151,8 +151,13 @@ pg_url() { # PORT
 
 # -------------------------------------------------------------------- Kafka
 
+# The TLS broker runs Kafka 3.9.0 by default: Kafka 3.9.1 and 4.x check the
+# SCRAM nonce strictly (the CVE-2024-56128 fix), which librdkafka before 2.6.1
+# (Debian 12 has 2.0.2, what harvest links) fails even with the right
+# password; 3.9.0 completes SCRAM-SHA-512 with it.
 kafka_env() {
   export HARVEST_KAFKA_PORT="$(<"$DIR/kafka.port")" HARVEST_KAFKA_DIR="$DIR/kafka"
+  export HARVEST_KAFKA_VERSION="${HARVEST_TLS_KAFKA_VERSION:-3.9.0}"
 }
 
 start_tls_kafka() {
@@ -170,9 +175,9 @@ listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1)),SASL_
 advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_SSL://localhost:$tls_port,EXPIRED://localhost:$exp_port
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,EXPIRED:SASL_SSL
 # SCRAM-SHA-512 (credential stored at format time) and PLAIN (same user and
-# password, from the JAAS line): librdkafka < 2.6.1 (Debian 12 has 2.0.2) cannot
-# complete SCRAM with Kafka >= 3.9/4.x (server-side nonce check, CVE-2024-56128
-# fix; librdkafka #4895), so librdkafka clients here must use PLAIN.
+# password, from the JAAS line). librdkafka < 2.6.1 (Debian 12 has 2.0.2)
+# cannot complete SCRAM with Kafka >= 3.9.1/4.x (server-side nonce check,
+# CVE-2024-56128 fix), hence Kafka 3.9.0 here (kafka_env).
 sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.expired.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -281,7 +286,7 @@ print_env() {
     echo "TLS_KAFKA_BOOTSTRAP='localhost:$(<"$DIR/kafka-tls.port")'"
     echo "TLS_KAFKA_EXPIRED_BOOTSTRAP='localhost:$(<"$DIR/kafka-expired.port")'"
     echo "TLS_KAFKA_PLAINTEXT_BOOTSTRAP='127.0.0.1:$(<"$DIR/kafka.port")'"
-    echo "TLS_KAFKA_MECHANISM='PLAIN'"
+    echo "TLS_KAFKA_MECHANISM='SCRAM-SHA-512'"
     echo "TLS_KAFKA_SCRAM_MECHANISM='SCRAM-SHA-512'"
     echo "TLS_KAFKA_USER='$KAFKA_USER'"
     echo "TLS_KAFKA_PASSWORD='$(<"$DIR/kafka.password")'"
