@@ -218,14 +218,9 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
         return {};
       }
       std::unique_ptr<RdKafka::Message> m(consumer_->consume(50));
+      note_access(m->err(), m->errstr());  // an error can come as a message too
       {
         std::lock_guard lock(access_mu_);
-        // An error can come as a message as well as an event.
-        if (m->err() == RdKafka::ERR__AUTHENTICATION || m->err() == RdKafka::ERR__SSL) {
-          if (!access_error_) access_error_ = m->errstr();
-        } else if (m->err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
-          all_down_ = true;
-        }
         if (access_error_) {
           return fail(Error::config(fmt::format(
               "{}: the brokers refused the connection ({}); check security.protocol, the CA "
@@ -243,12 +238,7 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
 
   void event_cb(RdKafka::Event& event) override {
     if (event.type() == RdKafka::Event::EVENT_ERROR && !event.fatal()) {
-      std::lock_guard lock(access_mu_);
-      if (event.err() == RdKafka::ERR__AUTHENTICATION || event.err() == RdKafka::ERR__SSL) {
-        if (!access_error_) access_error_ = event.str();
-      } else if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
-        all_down_ = true;
-      }
+      note_access(event.err(), event.str());
     }
     if (event.type() == RdKafka::Event::EVENT_ERROR && event.fatal()) {
       std::string reason;
@@ -264,6 +254,17 @@ class KafkaSource::Session final : public RdKafka::RebalanceCb,
 
  private:
   explicit Session(KafkaSource& source) : source_(source) {}
+
+  // Keeps what check_access() looks for: the first TLS or SASL refusal, and
+  // whether every broker was found down.
+  void note_access(RdKafka::ErrorCode err, const std::string& text) {
+    std::lock_guard lock(access_mu_);
+    if (err == RdKafka::ERR__AUTHENTICATION || err == RdKafka::ERR__SSL) {
+      if (!access_error_) access_error_ = text;
+    } else if (err == RdKafka::ERR__ALL_BROKERS_DOWN) {
+      all_down_ = true;
+    }
+  }
 
   std::mutex access_mu_;
   std::optional<std::string> access_error_;  // guarded by access_mu_
