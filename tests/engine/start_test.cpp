@@ -96,9 +96,11 @@ TEST_F(StartTest, keyed_start_replays_inside_window_and_starts_anew_after_expiry
                  "harvest_start_idempotency WHERE idempotency_key = 'checkout-77'"),
             "true");
 
-  // The window lapses; the purge removes the claim; the key starts a new run.
+  // The window lapses: the claim is no longer live, and the key starts a new
+  // run, which takes the key over from the old one.
   ASSERT_TRUE(
-      db().exec("UPDATE harvest_start_idempotency SET expires_at = now() - interval '1 s'"));
+      db().exec("UPDATE harvest_workflow_executions SET key_expires_at = now() - interval '1 s' "
+                "WHERE idempotency_key IS NOT NULL"));
   auto purged = engine->purge();
   ASSERT_TRUE(purged);
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency"), 0);
@@ -107,6 +109,44 @@ TEST_F(StartTest, keyed_start_replays_inside_window_and_starts_anew_after_expiry
   EXPECT_EQ(later->kind, StartOutcomeKind::kStarted);
   EXPECT_NE(later->execution_id, first->execution_id);
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 2);
+  EXPECT_EQ(text("SELECT id::text FROM harvest_workflow_executions WHERE "
+                 "idempotency_key = 'checkout-77'"),
+            *later->execution_id);
+  EXPECT_EQ(text("SELECT execution_id::text FROM harvest_start_idempotency"), *later->execution_id);
+}
+
+// Schema v2: the claim lives on the run it created, so retention keeps a
+// closed run while its key's window is open — a redelivery inside the window
+// still resolves to it — and purges it once the window lapses.
+TEST_F(StartTest, retention_keeps_a_closed_run_while_its_key_is_claimed) {
+  EngineConfig config;
+  config.retention.with_max_age(std::chrono::seconds(0));
+  auto engine = open_engine(order_workflows(), config);
+  auto req = order_start("A-1");
+  req.idempotency_key = "k-kept";
+  auto first = engine->start(req);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(
+      db().exec("UPDATE harvest_workflow_executions SET status = 'completed', "
+                "completed_at = now() - interval '1 hour'"));
+  auto purged = engine->purge();
+  ASSERT_TRUE(purged) << purged.error().message;
+  EXPECT_EQ(*purged, 0) << "the run holds a live claim";
+  auto again = engine->start(req);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_EQ(again->execution_id, first->execution_id);
+
+  ASSERT_TRUE(
+      db().exec("UPDATE harvest_workflow_executions SET key_expires_at = now() - interval '1 s'"));
+  purged = engine->purge();
+  ASSERT_TRUE(purged);
+  EXPECT_EQ(*purged, 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 0);
+  auto later = engine->start(req);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->kind, StartOutcomeKind::kStarted);
+  EXPECT_NE(later->execution_id, first->execution_id);
 }
 
 TEST_F(StartTest, expired_claim_not_yet_purged_is_taken_over) {
@@ -121,7 +161,8 @@ TEST_F(StartTest, expired_claim_not_yet_purged_is_taken_over) {
                  "harvest_start_idempotency"),
             "true");
   ASSERT_TRUE(
-      db().exec("UPDATE harvest_start_idempotency SET expires_at = now() - interval '1 s'"));
+      db().exec("UPDATE harvest_workflow_executions SET key_expires_at = now() - interval '1 s' "
+                "WHERE idempotency_key IS NOT NULL"));
   auto second = engine->start(req);
   ASSERT_TRUE(second);
   EXPECT_EQ(second->kind, StartOutcomeKind::kStarted);
@@ -287,12 +328,18 @@ TEST_F(StartTest, a_mixed_batch_gives_each_item_its_single_start_outcome) {
   EXPECT_NE(out[8]->execution_id, out[9]->execution_id);
 
   // Exactly the runs a single start of each would have created: two before,
-  // three fresh now (0, 8, 9); the key on the named run points at it.
+  // three fresh now (0, 8, 9). A run holds the key of the start that created
+  // it, so the key that resolved to the named run is held by no row (schema
+  // v2); its workflow_id resolves it again below.
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 5);
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_events"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_start_idempotency WHERE "
+                   "idempotency_key = 'k-on-named'"),
+            0);
   EXPECT_EQ(text("SELECT execution_id::text FROM harvest_start_idempotency WHERE "
-                 "idempotency_key = 'k-on-named'"),
-            *existing->execution_id);
+                 "idempotency_key = 'k-fresh'"),
+            *out[0]->execution_id)
+      << "the claim is on the row it created";
   // And each item, started alone afterwards, agrees with its batch outcome.
   for (size_t i : {0u, 1u, 2u, 3u, 4u, 8u}) {
     auto alone = engine->start(batch[i]);

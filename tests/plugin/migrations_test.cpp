@@ -199,14 +199,34 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
       "('{0}04', NULL, 'WorkflowCompleted', NULL, '{{\"done\": 8}}'), "
       "('{0}05', NULL, 'WorkflowFailed', NULL, '\"boom\"'); "
       "INSERT INTO harvest_engine_dead_letters (execution_id, workflow_name, workflow_id, error, "
-      " attempts) VALUES ('{0}05', 'legacy', 'failed', 'boom', 3);",
+      " attempts) VALUES ('{0}05', 'legacy', 'failed', 'boom', 3); "
+      // v1 claims: one live on a run, a second key on that run (a keyed start
+      // that resolved to a named run), one whose run retention deleted, and
+      // one whose window lapsed.
+      "INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, "
+      " expires_at, created_at) VALUES "
+      "('legacy', 'k-live', '{0}04', now() + interval '1 hour', now() - interval '2 s'), "
+      "('legacy', 'k-second', '{0}04', now() + interval '1 hour', now() - interval '1 s'), "
+      "('legacy', 'k-gone', '{0}99', now() + interval '1 hour', now()), "
+      "('legacy', 'k-old', '{0}01', now() - interval '1 minute', now() - interval '1 day');",
       id)));
 
   applied = store::apply_migrations(*conn_, sets);
   ASSERT_TRUE(applied) << applied.error().message;
-  ASSERT_EQ(applied->size(), 2u);
+  ASSERT_EQ(applied->size(), 3u);
   EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
-  EXPECT_EQ(applied->back().label(), "engine/0012_console_indexes");
+  EXPECT_EQ(applied->back().label(), "engine/0013_claim_on_row");
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_workflow_executions WHERE id = "
+                              "'{}04' AND idempotency_key = 'k-live'",
+                              id)),
+            1)
+      << "the first live claim moved onto its run";
+  EXPECT_EQ(count("SELECT count(*) FROM harvest_start_claims WHERE idempotency_key IN "
+                  "('k-second', 'k-gone')"),
+            2)
+      << "what could not move stays a claim row";
+  EXPECT_EQ(count("SELECT count(*) FROM harvest_start_claims"), 2) << "the lapsed one is gone";
+  EXPECT_EQ(count("SELECT count(*) FROM harvest_start_idempotency"), 3);
   EXPECT_EQ(count("SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid IN "
                   "('harvest_workflow_events'::regclass, 'harvest_signals'::regclass, "
                   "'harvest_engine_dead_letters'::regclass, 'harvest_batch_items'::regclass)"),
@@ -236,6 +256,19 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
       {.target = {.execution_id = id + "03"}, .name = "go", .payload = Json{{"k", 1}}});
   ASSERT_TRUE(signalled) << signalled.error().message;
   ASSERT_TRUE(engine.replay_dead_letter(id + "05"));
+  // Every v1 claim still holds its key, wherever it was kept; the lapsed one
+  // starts a new run.
+  for (const char* key : {"k-live", "k-second"}) {
+    auto again =
+        engine.start({.workflow = "legacy", .input = Json{{"n", 40}}, .idempotency_key = key});
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_EQ(again->kind, engine::StartOutcomeKind::kIdempotentReplay) << key;
+    EXPECT_EQ(again->execution_id, id + "04") << key;
+  }
+  auto old_key =
+      engine.start({.workflow = "legacy", .input = Json{{"n", 9}}, .idempotency_key = "k-old"});
+  ASSERT_TRUE(old_key) << old_key.error().message;
+  EXPECT_EQ(old_key->kind, engine::StartOutcomeKind::kStarted);
   auto fresh =
       engine.start({.workflow = "legacy", .workflow_id = "after", .input = Json{{"n", 7}}});
   ASSERT_TRUE(fresh) << fresh.error().message;
@@ -246,14 +279,14 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
       << "a v2 start is one row";
 
   engine::Worker worker(engine, {.concurrency = 1});
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 6; ++i) {
     auto ran = worker.run_one();
     ASSERT_TRUE(ran && *ran) << "run " << i;
   }
   auto ran = worker.run_one();
   ASSERT_TRUE(ran);
   EXPECT_FALSE(*ran) << "nothing else is runnable";
-  EXPECT_EQ(doubled.load(), 4) << "the step the dead worker recorded is replayed, not re-run";
+  EXPECT_EQ(doubled.load(), 5) << "the step the dead worker recorded is replayed, not re-run";
 
   auto view = [&](const std::string& execution) {
     auto v = engine.get_execution(execution);
@@ -295,13 +328,21 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
             1)
       << "the output is stored once, on the row";
 
-  // Retention takes every closed run and everything that hung off it.
+  EXPECT_EQ(view(*old_key->execution_id).output, (Json{{"done", 18}}));
+
+  // Retention takes every closed run and everything that hung off it, once
+  // the claims' windows have lapsed.
+  ASSERT_TRUE(conn_->exec_script(
+      "UPDATE harvest_workflow_executions SET key_expires_at = now() - interval '1 s' "
+      "WHERE idempotency_key IS NOT NULL; "
+      "UPDATE harvest_start_claims SET expires_at = now() - interval '1 s'"));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   auto purged = engine.purge();
   ASSERT_TRUE(purged) << purged.error().message;
-  EXPECT_EQ(*purged, 7);
-  for (const char* table : {"harvest_workflow_executions", "harvest_workflow_events",
-                            "harvest_signals", "harvest_engine_dead_letters"}) {
+  EXPECT_EQ(*purged, 8);
+  for (const char* table :
+       {"harvest_workflow_executions", "harvest_workflow_events", "harvest_signals",
+        "harvest_engine_dead_letters", "harvest_start_claims"}) {
     EXPECT_EQ(count(fmt::format("SELECT count(*) FROM {}", table)), 0) << table;
   }
 }

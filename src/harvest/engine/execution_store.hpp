@@ -148,13 +148,15 @@ class ExecutionStore {
 
   // Group commit of immediate starts: all of `items` in one implicit
   // transaction of one round trip. Per item, in order: a key already claimed
-  // (and not expired) resolves to its execution; else a workflow_id that
-  // names a run resolves to it (and the key, if any, now points there); else
-  // the execution is created. Duplicated keys within the batch resolve to the
-  // first item's outcome. The outer error is the batch's (nothing was
-  // written); an inner error belongs to its item alone. `window`: how long a
-  // key's claim lasts. `notify`: also NOTIFY harvest_work (kWorkChannel) in
-  // the same transaction, so other processes' workers wake as it commits.
+  // (and not expired) resolves to the run holding it; else a workflow_id that
+  // names a run resolves to it (the key is not recorded there: a run holds
+  // the key of the start that created it); else the execution is created,
+  // holding the key until `window` has passed (a key whose window lapsed is
+  // released from its old run first, in a second round trip). Duplicated keys within the batch
+  // resolve to the first item's outcome. The outer error is the batch's (nothing was written); an
+  // inner error belongs to its item alone. `window`: how long a key's claim lasts. `notify`: also
+  // NOTIFY harvest_work (kWorkChannel) in the same transaction, so other processes' workers wake as
+  // it commits.
   [[nodiscard]] Result<std::vector<Result<StoredStart>>> start_batch(
       std::span<const NewExecution> items, std::chrono::seconds window, bool notify);
   // Inserts one execution row (no claim, no event), inside
@@ -189,7 +191,7 @@ class ExecutionStore {
   // A table PostgreSQL has never analyzed is planned from guesses: the claim
   // then reads every pending run each time (quadratic on a fresh
   // deployment's first backlog, until autovacuum's first pass). Analyzes the
-  // run tables once they hold `min_rows` changes and were never analyzed;
+  // run tables once they hold `min_rows` runs and were never analyzed;
   // returns whether they are analyzed now (false: not yet worth it).
   [[nodiscard]] Result<bool> analyze_if_never_analyzed(long long min_rows);
 
@@ -337,9 +339,13 @@ class ExecutionStore {
   [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);
   // Deletes terminal runs (with events, signals and dead letters) completed
   // more than `age` ago: of `workflow`, or of every workflow not in `except`.
+  // A run still holding its start's idempotency key is kept until the key's
+  // window lapses, so a redelivery inside the window still finds it.
   [[nodiscard]] Result<long long> purge_terminal(const std::optional<std::string>& workflow,
                                                  const std::vector<std::string>& except,
                                                  std::chrono::seconds age);
+  // Deletes expired v1 claim rows (harvest_start_claims); claims held on
+  // execution rows need no purge.
   [[nodiscard]] Result<long long> purge_expired_claims();
 
  private:

@@ -274,7 +274,9 @@ Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string
   constexpr const char* kPurge =
       "WITH gone AS (DELETE FROM harvest_workflow_executions WHERE {} AND status "
       "IN " HARVEST_CLOSED_STATUSES
-      " AND completed_at < now() - $2 * interval '1 second' RETURNING id), "
+      " AND completed_at < now() - $2 * interval '1 second' "
+      // A run holding its start's key stays until the key's window lapses.
+      " AND (key_expires_at IS NULL OR key_expires_at <= now()) RETURNING id), "
       "events AS (DELETE FROM harvest_workflow_events WHERE execution_id IN "
       "  (SELECT id FROM gone)), "
       "signals AS (DELETE FROM harvest_signals WHERE execution_id IN (SELECT id FROM gone)), "
@@ -291,7 +293,7 @@ Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string
 }
 
 Result<long long> ExecutionStore::purge_expired_claims() {
-  auto r = conn_.exec("DELETE FROM harvest_start_idempotency WHERE expires_at <= now()");
+  auto r = conn_.exec("DELETE FROM harvest_start_claims WHERE expires_at <= now()");
   if (!r) return fail(r.error());
   return r->affected();
 }

@@ -192,17 +192,20 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
 }
 
 Result<bool> ExecutionStore::analyze_if_never_analyzed(long long min_rows) {
+  // The row count is read directly (stopping at min_rows), not from the
+  // cumulative statistics, which a backend may publish only seconds later.
   auto r = conn_.exec(
-      "SELECT c.reltuples::bigint AS tuples, COALESCE(s.n_mod_since_analyze, 0) AS changed "
-      "FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid "
-      "WHERE c.oid = 'harvest_workflow_executions'::regclass");
+      "SELECT c.reltuples::bigint AS tuples, "
+      "(SELECT count(*) FROM (SELECT 1 FROM harvest_workflow_executions LIMIT $1) l) AS rows "
+      "FROM pg_class c WHERE c.oid = 'harvest_workflow_executions'::regclass",
+      {std::to_string(min_rows)});
   if (!r) return fail(r.error());
   if (r->empty()) return false;
   if (r->get_int(0, "tuples") >= 0) return true;
-  if (r->get_int(0, "changed") < min_rows) return false;
+  if (r->get_int(0, "rows") < min_rows) return false;
   auto a = conn_.exec_script(
       "ANALYZE harvest_workflow_executions; ANALYZE harvest_workflow_events; "
-      "ANALYZE harvest_start_idempotency; ANALYZE harvest_signals");
+      "ANALYZE harvest_signals");
   if (!a) return fail(a.error());
   return true;
 }

@@ -49,58 +49,55 @@ Json item_json(size_t ord, const NewExecution& e) {
               {"ckey", e.concurrency_key ? Json(*e.concurrency_key) : Json(nullptr)}};
 }
 
-// Claims the keys and creates the executions whose key this batch now owns
-// (or that have none): one row each, no event (history shows WorkflowStarted
-// from the row); returns the ids created.
-// Inserts are ordered (by key, by workflow_id then batch position) so that
+// Creates the executions whose key and workflow_id no run holds: one row
+// each, carrying its key's claim (no event: history shows WorkflowStarted
+// from the row); returns the ids created. A key still claimed by a v1 claim
+// row (harvest_start_claims, migration 0013) is held too. Inserts are ordered
+// (by workflow_id then batch position, keyless-id items by key) so that
 // concurrent batches take index locks in one order, and the earliest item of
 // a workflow_id is the one that creates it.
 constexpr const char* kStartBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $3), "
-    "claimed AS (INSERT INTO harvest_start_idempotency "
-    "  (workflow_name, idempotency_key, execution_id, expires_at) "
-    "  SELECT wf, key, id, now() + $2 * interval '1 second' FROM items WHERE key IS NOT NULL "
-    "  ORDER BY wf, key "
-    "  ON CONFLICT (workflow_name, idempotency_key) DO UPDATE SET "
-    "  execution_id = EXCLUDED.execution_id, expires_at = EXCLUDED.expires_at, "
-    "  created_at = now() WHERE harvest_start_idempotency.expires_at <= now() "
-    "  RETURNING execution_id), "
-    "fresh AS (SELECT * FROM items WHERE key IS NULL OR id IN (SELECT execution_id FROM claimed)), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts, start_trace, concurrency_key) "
-    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, ckey FROM fresh "
-    "  ORDER BY wf, wid, ord "
-    "  ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id) "
+    "  max_attempts, start_trace, concurrency_key, idempotency_key, key_expires_at) "
+    "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, ckey, key, "
+    "  CASE WHEN key IS NOT NULL THEN now() + $2 * interval '1 second' END FROM items i "
+    "  WHERE i.key IS NULL OR NOT EXISTS (SELECT 1 FROM harvest_start_claims c "
+    "   WHERE c.workflow_name = i.wf AND c.idempotency_key = i.key AND c.expires_at > now()) "
+    "  ORDER BY wf, wid, CASE WHEN wid IS NULL THEN key END, ord "
+    "  ON CONFLICT DO NOTHING RETURNING id) "
     "SELECT id::text AS id FROM inserted";
 
-// Runs in the same transaction, with a fresh snapshot: a key whose claim
-// points at an execution that was not created (its workflow_id named another
-// run, maybe one committed concurrently) is re-pointed at that run; then
-// every item's resolved execution is read.
+// Runs in the same transaction, with a fresh snapshot: every item's resolved
+// execution — its own if it created it, else the run holding its key, else
+// the run its workflow_id names — and whether its key is held by a run whose
+// window has lapsed (`lapsed`: the key is released and the item tried again).
 constexpr const char* kResolveBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
     // An item whose own execution now exists created it in this batch (ids
-    // are fresh): it resolves to itself, with one probe and no claim lookup.
+    // are fresh): it resolves to itself, with one probe and no key lookup.
     "own AS (SELECT i.*, EXISTS (SELECT 1 FROM harvest_workflow_executions x WHERE x.id = i.id) "
-    "  AS created FROM items i OFFSET 0), "
-    "fix AS (UPDATE harvest_start_idempotency c SET execution_id = r.current "
-    "  FROM (SELECT i.wf, i.key, i.id, (SELECT e.id FROM harvest_workflow_executions e "
-    "     WHERE e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded) AS current "
-    "   FROM own i WHERE i.key IS NOT NULL AND i.wid IS NOT NULL AND NOT i.created "
-    "   OFFSET 0) r "
-    "  WHERE r.current IS NOT NULL AND c.workflow_name = r.wf AND c.idempotency_key = r.key "
-    "  AND c.execution_id = r.id "
-    "  RETURNING c.workflow_name, c.idempotency_key, c.execution_id) "
+    "  AS created FROM items i OFFSET 0) "
     "SELECT i.ord, CASE WHEN i.created THEN i.id ELSE COALESCE("
-    "  (SELECT f.execution_id FROM fix f WHERE f.workflow_name = i.wf "
-    "   AND f.idempotency_key = i.key), "
-    "  CASE WHEN i.key IS NOT NULL THEN (SELECT c.execution_id FROM harvest_start_idempotency c "
-    "   WHERE c.workflow_name = i.wf AND c.idempotency_key = i.key) END, "
-    "  CASE WHEN i.key IS NULL AND i.wid IS NOT NULL THEN (SELECT e.id "
+    "  (SELECT e.id FROM harvest_workflow_executions e WHERE i.key IS NOT NULL "
+    "   AND e.workflow_name = i.wf AND e.idempotency_key = i.key AND e.key_expires_at > now()), "
+    "  (SELECT c.execution_id FROM harvest_start_claims c WHERE i.key IS NOT NULL "
+    "   AND c.workflow_name = i.wf AND c.idempotency_key = i.key AND c.expires_at > now()), "
+    "  (SELECT e.id FROM harvest_workflow_executions e WHERE i.wid IS NOT NULL "
+    "   AND e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded)) "
+    "  END::text AS execution_id, "
+    "  (NOT i.created AND i.key IS NOT NULL AND EXISTS (SELECT 1 "
     "   FROM harvest_workflow_executions e WHERE e.workflow_name = i.wf "
-    "   AND e.workflow_id = i.wid AND NOT e.superseded) END) END::text AS execution_id "
+    "   AND e.idempotency_key = i.key AND e.key_expires_at <= now())) AS lapsed "
     "FROM own i ORDER BY i.ord";
+
+// Releases keys whose window has lapsed from the runs that hold them, so a
+// start can claim them (rare: a key reused after its window).
+constexpr const char* kReleaseLapsed =
+    "UPDATE harvest_workflow_executions e SET idempotency_key = NULL, key_expires_at = NULL "
+    "FROM (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(wf text, key text) LIMIT $2) k "
+    "WHERE e.workflow_name = k.wf AND e.idempotency_key = k.key AND e.key_expires_at <= now()";
 
 // Wakes the workers of other processes when the transaction commits
 // (engine/work_signal.hpp).
@@ -118,11 +115,10 @@ constexpr const char* kInsertOne =
 Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
     std::span<const NewExecution> items, std::chrono::seconds window, bool notify) {
   // The first item of each (workflow, key) goes to the database; repeats
-  // resolve to whatever it resolved to (ON CONFLICT DO UPDATE cannot touch a
-  // row twice in one statement).
+  // resolve to whatever it resolved to.
   std::map<std::pair<std::string, std::string>, size_t> first_of_key;
   std::vector<size_t> alias(items.size());
-  Json batch = Json::array();
+  std::vector<size_t> pending;
   for (size_t i = 0; i < items.size(); ++i) {
     alias[i] = i;
     if (items[i].idempotency_key) {
@@ -133,42 +129,61 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
         continue;
       }
     }
-    batch.push_back(item_json(i, items[i]));
+    pending.push_back(i);
   }
-  auto param = dump_batch(batch);
-  if (!param) return fail(param.error());
-  const std::string count = std::to_string(batch.size());
-  // The resolve step needs no inputs: a second, small parameter.
-  Json keys = Json::array();
-  for (const auto& item : batch) {
-    keys.push_back(Json{{"ord", item["ord"]},
-                        {"wf", item["wf"]},
-                        {"wid", item["wid"]},
-                        {"key", item["key"]},
-                        {"id", item["id"]}});
-  }
-  auto keys_param = dump_batch(keys);
-  if (!keys_param) return fail(keys_param.error());
-  std::vector<store::Statement> statements{
-      {fmt::format(kStartBatch, fmt::arg("cols", kItemColumns)),
-       {*param, std::to_string(window.count()), count},
-       true,
-       true},
-      {fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)),
-       {*keys_param, count},
-       true,
-       true}};
-  if (notify) statements.push_back({kNotify, {}});
-  auto results = conn_.exec_pipeline(statements);
-  if (!results) return fail(results.error());
-  const store::PgResult& inserted = (*results)[0];
-  const store::PgResult& resolved = (*results)[1];
-  std::set<std::string> created;
-  for (int r = 0; r < inserted.rows(); ++r) created.insert(inserted.get(r, 0));
   std::vector<std::optional<std::string>> execution_of(items.size());
-  for (int r = 0; r < resolved.rows(); ++r) {
-    execution_of[static_cast<size_t>(resolved.get_int(r, "ord"))] =
-        resolved.get_opt(r, "execution_id");
+  std::set<std::string> created;
+  // A second pass only for keys held by a run whose window lapsed: it
+  // releases them and tries those items again, in one transaction.
+  for (int pass = 0; pass < 2 && !pending.empty(); ++pass) {
+    Json batch = Json::array();
+    Json keys = Json::array();  // the resolve step needs no inputs: a second, small parameter
+    Json lapsed_keys = Json::array();
+    for (size_t i : pending) {
+      batch.push_back(item_json(i, items[i]));
+      keys.push_back(
+          Json{{"ord", i},
+               {"wf", items[i].workflow},
+               {"wid", items[i].workflow_id ? Json(*items[i].workflow_id) : Json()},
+               {"key", items[i].idempotency_key ? Json(*items[i].idempotency_key) : Json()},
+               {"id", items[i].id}});
+      if (pass > 0) {
+        lapsed_keys.push_back(Json{{"wf", items[i].workflow}, {"key", *items[i].idempotency_key}});
+      }
+    }
+    auto param = dump_batch(batch);
+    if (!param) return fail(param.error());
+    auto keys_param = dump_batch(keys);
+    if (!keys_param) return fail(keys_param.error());
+    const std::string count = std::to_string(pending.size());
+    std::vector<store::Statement> statements;
+    if (pass > 0) {
+      auto lapsed_param = dump_batch(lapsed_keys);
+      if (!lapsed_param) return fail(lapsed_param.error());
+      statements.push_back({kReleaseLapsed, {*lapsed_param, count}, true, true});
+    }
+    const size_t first = statements.size();
+    statements.push_back({fmt::format(kStartBatch, fmt::arg("cols", kItemColumns)),
+                          {*param, std::to_string(window.count()), count},
+                          true,
+                          true});
+    statements.push_back({fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)),
+                          {*keys_param, count},
+                          true,
+                          true});
+    if (notify) statements.push_back({kNotify, {}});
+    auto results = conn_.exec_pipeline(statements);
+    if (!results) return fail(results.error());
+    const store::PgResult& inserted = (*results)[first];
+    const store::PgResult& resolved = (*results)[first + 1];
+    for (int r = 0; r < inserted.rows(); ++r) created.insert(inserted.get(r, 0));
+    std::vector<size_t> lapsed;
+    for (int r = 0; r < resolved.rows(); ++r) {
+      const auto ord = static_cast<size_t>(resolved.get_int(r, "ord"));
+      execution_of[ord] = resolved.get_opt(r, "execution_id");
+      if (resolved.get_bool(r, "lapsed")) lapsed.push_back(ord);
+    }
+    pending = std::move(lapsed);
   }
   std::vector<Result<StoredStart>> out;
   out.reserve(items.size());

@@ -211,7 +211,9 @@ struct WorkflowOptions {
 /// Retention of terminal runs (ENG-10). Live runs are never purged.
 struct RetentionConfig {
   /// Terminal runs older than this (since completion) are deleted with their
-  /// events and signals. Unset: keep forever.
+  /// events and signals; a run that still holds its start's idempotency key
+  /// is kept until the key's window lapses (the start idempotency window).
+  /// Unset: keep forever.
   std::optional<std::chrono::seconds> max_age;
   /// Per workflow type overrides of max_age.
   std::map<std::string, std::chrono::seconds> per_workflow;
