@@ -48,6 +48,9 @@ if ((CONSOLE)); then
   scripts/setup.sh
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
   export CCACHE_BASEDIR="$HARVEST_ROOT"
+# Debug builds hash the build directory by default; a fresh clone would then
+# never hit the cache its paths were made relative for.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
   cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARVEST_TESTS=OFF \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   cmake --build build/bench --target bench_console_queries
@@ -68,6 +71,9 @@ BACKLOG="${BACKLOG:-1000000}"
 scripts/setup.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
 export CCACHE_BASEDIR="$HARVEST_ROOT"
+# Debug builds hash the build directory by default; a fresh clone would then
+# never hit the cache its paths were made relative for.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARVEST_TESTS=OFF \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build/bench --target bench_kafka_end_to_end bench_sqs_start bench_engine_complete \

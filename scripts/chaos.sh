@@ -89,6 +89,9 @@ if [[ -z $BIN ]]; then
   scripts/setup.sh
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
   export CCACHE_BASEDIR="$HARVEST_ROOT"
+# Debug builds hash the build directory by default; a fresh clone would then
+# never hit the cache its paths were made relative for.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
   cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARVEST_TESTS=OFF \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   cmake --build build/chaos -j2 --target kafka_connector_quickstart kafka_orders_tool sqs_connector_quickstart

@@ -19,6 +19,9 @@ scripts/setup.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
 # Paths relative to the checkout, so a fresh clone reuses the cache.
 export CCACHE_BASEDIR="$HARVEST_ROOT"
+# Debug builds hash the build directory by default; a fresh clone would then
+# never hit the cache its paths were made relative for.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 cmake --preset release >/dev/null
 cmake --build --preset release --target kafka_connector_quickstart kafka_orders_tool
 

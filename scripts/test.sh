@@ -14,6 +14,9 @@ PRESET="${HARVEST_PRESET:-dev}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
 # Paths relative to the checkout, so a fresh clone reuses the cache.
 export CCACHE_BASEDIR="$HARVEST_ROOT"
+# Debug builds hash the build directory by default; a fresh clone would then
+# never hit the cache its paths were made relative for.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 cmake --preset "$PRESET" >/dev/null
 cmake --build --preset "$PRESET"
 

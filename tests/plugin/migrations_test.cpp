@@ -213,9 +213,14 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
 
   applied = store::apply_migrations(*conn_, sets);
   ASSERT_TRUE(applied) << applied.error().message;
-  ASSERT_EQ(applied->size(), 3u);
+  ASSERT_EQ(applied->size(), 4u);
   EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
-  EXPECT_EQ(applied->back().label(), "engine/0013_claim_on_row");
+  EXPECT_EQ(applied->back().label(), "engine/0014_workflow_id_indexes_skip_unnamed");
+  EXPECT_EQ(count("SELECT count(*) FROM pg_indexes WHERE tablename = "
+                  "'harvest_workflow_executions' AND indexname IN ('harvest_executions_current', "
+                  "'harvest_executions_runs') AND indexdef LIKE '%(workflow_id IS NOT NULL)%'"),
+            2)
+      << "a start without a workflow id adds no entry to the workflow-id indexes";
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_workflow_executions WHERE id = "
                               "'{}04' AND idempotency_key = 'k-live'",
                               id)),

@@ -108,7 +108,8 @@ constexpr const char* kInsertOne =
     "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
     "max_attempts, start_trace, concurrency_key) "
     "VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7, $8::jsonb, $9) "
-    "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded DO NOTHING RETURNING id";
+    "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded AND workflow_id IS NOT NULL "
+    "DO NOTHING RETURNING id";
 
 }  // namespace
 
