@@ -440,7 +440,7 @@ TEST_F(ConnectorTest, a_redelivery_never_puts_an_item_in_a_batch_twice) {
   auto fired = engine::admission::fire_due(engine_->pool(), engine_->workflows());
   ASSERT_TRUE(fired) << fired.error().message;
   EXPECT_EQ(*fired, 1);
-  EXPECT_EQ(text("SELECT jsonb_array_length(input)::text FROM harvest_workflow_executions"), "3");
+  EXPECT_EQ(text("SELECT json_array_length(input)::text FROM harvest_workflow_executions"), "3");
   // The same records redelivered after the batch fired (a rebalance, say).
   source->push_kafka(0, 1, order_json("F-1"));
   source->push_kafka(0, 2, order_json("F-2"));
@@ -821,7 +821,8 @@ TEST_F(ConnectorTest, typed_entity_runs_start_with_the_mappers_input) {
   EXPECT_EQ(s->acked, 2u);
   EXPECT_EQ(s->dead_lettered, 0u);
   EXPECT_EQ(executions(), 1);
-  EXPECT_EQ(text("SELECT input::text FROM harvest_workflow_executions"), R"({"device_id": "7"})");
+  EXPECT_EQ(text("SELECT input::jsonb::text FROM harvest_workflow_executions"),
+            R"({"device_id": "7"})");
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_signals"), 2);
   EXPECT_TRUE(sink_->letters().empty());
 }

@@ -43,7 +43,7 @@ TEST_F(SurfaceTest, debounce_collapses_starts_within_the_window_and_the_last_inp
     (void)engine->fire_deferred();
     return scalar("SELECT count(*) FROM harvest_workflow_executions") == 2;
   }));
-  EXPECT_EQ(text("SELECT input::text FROM harvest_workflow_executions WHERE workflow_id = "
+  EXPECT_EQ(text("SELECT input::jsonb::text FROM harvest_workflow_executions WHERE workflow_id = "
                  "'doc-1#1'"),
             R"({"v": 5})");
   // A later burst for the same id fires a second run.
@@ -73,15 +73,17 @@ TEST_F(SurfaceTest, batch_collects_admissions_into_one_run_by_size_or_by_time) {
   EXPECT_EQ(wrong.error().kind, ErrorKind::kInvalidInput);
 
   ASSERT_TRUE(engine->fire_deferred());
-  EXPECT_EQ(text("SELECT input::text FROM harvest_workflow_executions"), R"(["a", "b", "c"])")
+  EXPECT_EQ(text("SELECT input::jsonb::text FROM harvest_workflow_executions"),
+            R"(["a", "b", "c"])")
       << "a full batch fires at once, in admission order";
   ASSERT_TRUE(eventually([&] {
     (void)engine->fire_deferred();
     return scalar("SELECT count(*) FROM harvest_workflow_executions") == 2;
   }));
-  EXPECT_EQ(text("SELECT input::text FROM harvest_workflow_executions ORDER BY created_at DESC "
-                 "LIMIT 1"),
-            R"(["d"])")
+  EXPECT_EQ(
+      text("SELECT input::jsonb::text FROM harvest_workflow_executions ORDER BY created_at DESC "
+           "LIMIT 1"),
+      R"(["d"])")
       << "a partial batch fires once its oldest waited max_wait";
   EXPECT_EQ(scalar("SELECT count(*) FROM harvest_batch_items"), 0);
 }

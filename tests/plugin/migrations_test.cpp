@@ -213,9 +213,14 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
 
   applied = store::apply_migrations(*conn_, sets);
   ASSERT_TRUE(applied) << applied.error().message;
-  ASSERT_EQ(applied->size(), 4u);
+  ASSERT_EQ(applied->size(), 5u);
   EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
-  EXPECT_EQ(applied->back().label(), "engine/0014_workflow_id_indexes_skip_unnamed");
+  EXPECT_EQ(applied->back().label(), "engine/0015_input_as_json");
+  EXPECT_EQ(count("SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                  "'harvest_workflow_executions'::regclass AND attname = 'input' AND "
+                  "atttypid = 'json'::regtype"),
+            1)
+      << "inputs are stored as json text";
   EXPECT_EQ(count("SELECT count(*) FROM pg_indexes WHERE tablename = "
                   "'harvest_workflow_executions' AND indexname IN ('harvest_executions_current', "
                   "'harvest_executions_runs') AND indexdef LIKE '%(workflow_id IS NOT NULL)%'"),

@@ -11,15 +11,18 @@ namespace harvest::engine {
 
 namespace {
 
-// The batch travels as one jsonb parameter, unpacked by jsonb_to_recordset:
-// one round trip whatever its size, and no array-literal escaping. Its
+// The batch travels as one json parameter, unpacked by json_to_recordset:
+// one round trip whatever its size, and no array-literal escaping. A run's
+// input is a `json` column, so it is stored as the text slice of the
+// parameter it arrived in: PostgreSQL checks its syntax once and builds no
+// jsonb from it (migration 0015; docs/performance.md has the measurement). Its
 // length goes along as a LIMIT: the planner otherwise guesses 100 rows for a
 // set-returning function, and on tables without statistics that guess picked
 // hash joins over whole tables (a fresh database started ~20x slower). The
 // lookups are scalar subqueries on unique keys for the same reason: each is
 // one index probe per item whatever the statistics say.
 constexpr const char* kItemColumns =
-    "ord int, wf text, wid text, key text, id uuid, input jsonb, source text, ref text, "
+    "ord int, wf text, wid text, key text, id uuid, input json, source text, ref text, "
     "max_attempts int, trace jsonb, ckey text";
 
 constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid";
@@ -57,7 +60,7 @@ Json item_json(size_t ord, const NewExecution& e) {
 // concurrent batches take index locks in one order, and the earliest item of
 // a workflow_id is the one that creates it.
 constexpr const char* kStartBatch =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $3), "
+    "WITH items AS (SELECT * FROM json_to_recordset($1::json) AS t({cols}) LIMIT $3), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
     "  max_attempts, start_trace, concurrency_key, idempotency_key, key_expires_at) "
@@ -107,7 +110,7 @@ constexpr const char* kInsertOne =
     "INSERT INTO harvest_workflow_executions "
     "(id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
     "max_attempts, start_trace, concurrency_key) "
-    "VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, $6, $7, $8::jsonb, $9) "
+    "VALUES ($1, $2, $3, 'pending', $4::json, $5, $6, $7, $8::jsonb, $9) "
     "ON CONFLICT (workflow_name, workflow_id) WHERE NOT superseded AND workflow_id IS NOT NULL "
     "DO NOTHING RETURNING id";
 
@@ -230,7 +233,7 @@ Result<std::optional<std::string>> ExecutionStore::find(const std::string& workf
 namespace {
 
 constexpr const char* kEntityColumns =
-    "ord int, wf text, wid text, id uuid, input jsonb, source text, ref text, max_attempts int, "
+    "ord int, wf text, wid text, id uuid, input json, source text, ref text, max_attempts int, "
     "trace jsonb, startable bool, signal text, payload jsonb, key text, reuse bool, ckey text";
 
 // `i`'s signal key was delivered to some run of its workflow id (the dedupe
@@ -245,7 +248,7 @@ constexpr const char* kEntityColumns =
 // start a new run (policy allow_after_close, a valid start input, a signal
 // not delivered before). Concurrent writers serialise on the run's row lock.
 constexpr const char* kEntitySupersede =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
+    "WITH items AS (SELECT * FROM json_to_recordset($1::json) AS t({cols}) LIMIT $2), "
     "fresh AS (SELECT DISTINCT i.wf, i.wid FROM items i WHERE i.startable AND i.reuse "
     "  AND NOT " HARVEST_DELIVERED_BEFORE
     ") "
@@ -256,7 +259,7 @@ constexpr const char* kEntitySupersede =
 // Creates the entity runs that do not exist yet (the first startable item of
 // each workflow_id decides its input).
 constexpr const char* kEntityStart =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
+    "WITH items AS (SELECT * FROM json_to_recordset($1::json) AS t({cols}) LIMIT $2), "
     "firsts AS (SELECT DISTINCT ON (wf, wid) * FROM items i WHERE startable "
     "  AND NOT " HARVEST_DELIVERED_BEFORE
     " ORDER BY wf, wid, ord), "
@@ -274,7 +277,7 @@ constexpr const char* kEntityStart =
 // ids follow commit order), stages the new signals of open runs in batch
 // order, and bumps each woken run's signal sequence once per staged signal.
 constexpr const char* kEntitySignal =
-    "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
+    "WITH items AS (SELECT * FROM json_to_recordset($1::json) AS t({cols}) LIMIT $2), "
     "targets AS (SELECT e.id, e.workflow_name, e.workflow_id, e.status, e.run_no "
     "  FROM harvest_workflow_executions e "
     "  WHERE (e.workflow_name, e.workflow_id) IN (SELECT wf, wid FROM items) AND NOT e.superseded "
