@@ -48,9 +48,7 @@ if ((CONSOLE)); then
   scripts/setup.sh
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
   export CCACHE_BASEDIR="$HARVEST_ROOT"
-# Debug builds hash the build directory by default; a fresh clone would then
-# never hit the cache its paths were made relative for.
-export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
   cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARVEST_TESTS=OFF \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   cmake --build build/bench --target bench_console_queries

@@ -44,7 +44,9 @@
 #      kafka_orders_tool, sqs_connector_quickstart) instead of building
 #      build/chaos (the ctest variant passes the dev build's).
 # Exits non-zero if any scenario fails; its logs are kept and their path printed.
-set -euo pipefail
+set -Eeuo pipefail
+# A failing command aborts the run (set -e): say which one, and keep the logs.
+trap 'rc=$?; FAILED=1; echo "chaos: aborted in ${SCENARIO:-setup}: \"$BASH_COMMAND\" failed (exit $rc)" >&2' ERR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$HARVEST_ROOT"
 
@@ -89,9 +91,7 @@ if [[ -z $BIN ]]; then
   scripts/setup.sh
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/harvest/ccache}"
   export CCACHE_BASEDIR="$HARVEST_ROOT"
-# Debug builds hash the build directory by default; a fresh clone would then
-# never hit the cache its paths were made relative for.
-export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
   cmake -S . -B build/chaos -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARVEST_TESTS=OFF \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   cmake --build build/chaos -j2 --target kafka_connector_quickstart kafka_orders_tool sqs_connector_quickstart
@@ -109,6 +109,9 @@ PG_DIR="$STATE/pg"
 LOGS="$STATE/logs"
 mkdir -p "$LOGS"
 export HARVEST_KAFKA_DIR="$STATE/kafka" HARVEST_SQS_DIR="$STATE/sqs"
+# A broker restarted mid-run on a loaded 2-core box can take longer than a
+# service's usual readiness deadline; a slow restart is not a finding.
+export HARVEST_SERVICE_TIMEOUT="${HARVEST_SERVICE_TIMEOUT:-180}"
 KAFKA_UP=0
 SQS_UP=0
 declare -A APPS=()  # name -> pid of a live app started here

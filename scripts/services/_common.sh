@@ -50,7 +50,9 @@ stop_pidfile() {
     if (( $(now_s) >= deadline )); then
       log "pid $pid still alive after ${timeout}s; sending SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
-      sleep 0.5
+      # Gone before returning, so a restart never finds it still running.
+      deadline=$(( $(now_s) + 10 ))
+      while kill -0 "$pid" 2>/dev/null && (( $(now_s) < deadline )); do sleep 0.1; done
       break
     fi
     sleep 0.2
