@@ -20,7 +20,8 @@ namespace {
 // set-returning function, and on tables without statistics that guess picked
 // hash joins over whole tables (a fresh database started ~20x slower). The
 // lookups are scalar subqueries on unique keys for the same reason: each is
-// one index probe per item whatever the statistics say.
+// one index probe per item whatever the statistics say (an EXISTS may be
+// planned as a hashed subplan, which reads the whole index once per batch).
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input json, source text, ref text, "
     "max_attempts int, trace jsonb, ckey text";
@@ -66,8 +67,9 @@ constexpr const char* kStartBatch =
     "  max_attempts, start_trace, concurrency_key, idempotency_key, key_expires_at) "
     "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, ckey, key, "
     "  CASE WHEN key IS NOT NULL THEN now() + $2 * interval '1 second' END FROM items i "
-    "  WHERE i.key IS NULL OR NOT EXISTS (SELECT 1 FROM harvest_start_claims c "
+    "  WHERE i.key IS NULL OR (SELECT true FROM harvest_start_claims c "
     "   WHERE c.workflow_name = i.wf AND c.idempotency_key = i.key AND c.expires_at > now()) "
+    "   IS NULL "
     "  ORDER BY wf, wid, CASE WHEN wid IS NULL THEN key END, ord "
     "  ON CONFLICT DO NOTHING RETURNING id) "
     "SELECT id::text AS id FROM inserted";
@@ -80,8 +82,8 @@ constexpr const char* kResolveBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
     // An item whose own execution now exists created it in this batch (ids
     // are fresh): it resolves to itself, with one probe and no key lookup.
-    "own AS (SELECT i.*, EXISTS (SELECT 1 FROM harvest_workflow_executions x WHERE x.id = i.id) "
-    "  AS created FROM items i OFFSET 0) "
+    "own AS (SELECT i.*, (SELECT true FROM harvest_workflow_executions x WHERE x.id = i.id) "
+    "  IS NOT NULL AS created FROM items i OFFSET 0) "
     "SELECT i.ord, CASE WHEN i.created THEN i.id ELSE COALESCE("
     "  (SELECT e.id FROM harvest_workflow_executions e WHERE i.key IS NOT NULL "
     "   AND e.workflow_name = i.wf AND e.idempotency_key = i.key AND e.key_expires_at > now()), "
@@ -90,9 +92,9 @@ constexpr const char* kResolveBatch =
     "  (SELECT e.id FROM harvest_workflow_executions e WHERE i.wid IS NOT NULL "
     "   AND e.workflow_name = i.wf AND e.workflow_id = i.wid AND NOT e.superseded)) "
     "  END::text AS execution_id, "
-    "  (NOT i.created AND i.key IS NOT NULL AND EXISTS (SELECT 1 "
+    "  (NOT i.created AND i.key IS NOT NULL AND (SELECT true "
     "   FROM harvest_workflow_executions e WHERE e.workflow_name = i.wf "
-    "   AND e.idempotency_key = i.key AND e.key_expires_at <= now())) AS lapsed "
+    "   AND e.idempotency_key = i.key AND e.key_expires_at <= now()) IS NOT NULL) AS lapsed "
     "FROM own i ORDER BY i.ord";
 
 // Releases keys whose window has lapsed from the runs that hold them, so a

@@ -18,6 +18,7 @@ ALTER TABLE harvest_workflow_executions
   ADD COLUMN key_expires_at timestamptz;
 
 ALTER TABLE harvest_start_idempotency RENAME TO harvest_start_claims;
+ALTER INDEX harvest_start_idempotency_pkey RENAME TO harvest_start_claims_pkey;
 ALTER INDEX harvest_start_idempotency_expiry RENAME TO harvest_start_claims_expiry;
 DELETE FROM harvest_start_claims WHERE expires_at <= now();
 
