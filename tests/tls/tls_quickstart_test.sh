@@ -34,6 +34,18 @@ mkdir -p "$OUT"
 # The quickstart's database: harvest_tls, owned by the TLS-only user.
 DB_URL="${TLS_PG_URL/\/postgres\?//harvest_tls?}"
 q() { psql "$DB_URL" -qXtAc "$1"; }
+# await_count SQL N LOG WHAT: polls SQL (up to 60 s) until it reaches N and
+# leaves the last value in COUNT; fails, showing LOG, if the app ($APP) exits.
+await_count() {
+  local i
+  COUNT=0
+  for ((i = 0; i < 120; i++)); do
+    COUNT=$(q "$1" 2>/dev/null || echo 0)
+    ((COUNT >= $2)) && return 0
+    kill -0 "$APP" 2>/dev/null || { cat "$3" >&2; fail "$4 exited"; }
+    sleep 0.5
+  done
+}
 [[ $(q "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == t ]] || fail "psql's own session is not TLS"
 
 # 1. Configuration only: the quickstart over TLS, records in, runs completed.
@@ -55,14 +67,9 @@ HARVEST_PROFILE=dev HARVEST_HTTP_PORT=0 HARVEST_DATABASE_URL=$DB_URL KAFKA_BOOTS
   HARVEST_KAFKA_PROPERTIES_FILE="$OUT/kafka.properties" \
   "$BIN/kafka_connector_quickstart" >"$OUT/good.log" 2>&1 &
 APP=$!
-done_runs=0
-for ((i = 0; i < 120; i++)); do
-  done_runs=$(q "SELECT count(*) FROM harvest_workflow_executions WHERE status = 'completed'" 2>/dev/null || echo 0)
-  ((done_runs >= 50)) && break
-  kill -0 "$APP" 2>/dev/null || { cat "$OUT/good.log" >&2; fail "the quickstart exited over TLS"; }
-  sleep 0.5
-done
-((done_runs == 50)) || fail "$done_runs of 50 runs completed over TLS"
+await_count "SELECT count(*) FROM harvest_workflow_executions WHERE status = 'completed'" 50 \
+  "$OUT/good.log" "the quickstart over TLS"
+((COUNT == 50)) || fail "$COUNT of 50 runs completed over TLS"
 plain=$(q "SELECT count(*) FROM pg_stat_activity a LEFT JOIN pg_stat_ssl s USING (pid)
            WHERE a.datname = 'harvest_tls' AND a.backend_type = 'client backend' AND NOT coalesce(s.ssl, false)")
 [[ $plain == 0 ]] || fail "$plain of the app's sessions are not encrypted"
@@ -120,14 +127,8 @@ env "${sqs_env[@]}" "$BIN/sqs_connector_quickstart" send 30 tls >"$OUT/sqs-send.
   { cat "$OUT/sqs-send.log" >&2; fail "sending over HTTPS"; }
 env "${sqs_env[@]}" "$BIN/sqs_connector_quickstart" run >"$OUT/sqs-run.log" 2>&1 &
 APP=$!
-signals=0
-for ((i = 0; i < 120; i++)); do
-  signals=$(q "SELECT count(*) FROM harvest_signals" 2>/dev/null || echo 0)
-  ((signals >= 30)) && break
-  kill -0 "$APP" 2>/dev/null || { cat "$OUT/sqs-run.log" >&2; fail "the SQS quickstart exited over HTTPS"; }
-  sleep 0.5
-done
-((signals == 30)) || fail "$signals of 30 SQS readings became signals over HTTPS"
+await_count "SELECT count(*) FROM harvest_signals" 30 "$OUT/sqs-run.log" "the SQS quickstart over HTTPS"
+((COUNT == 30)) || fail "$COUNT of 30 SQS readings became signals over HTTPS"
 kill -TERM "$APP"
 wait "$APP" || fail "the SQS quickstart did not stop cleanly"
 APP=""
