@@ -16,7 +16,7 @@
 # 15, less than the 30 s run lease: nobody may take its runs over) and
 # SIGCONT-ed.
 #
-# A trigger on harvest_workflow_executions records every lease change in
+# A trigger on harvest_run_leases records every claim and takeover in
 # chaos_lease_audit (old and new owner, the old lease's expiry, the
 # database's now()). On top of the usual PASS conditions:
 #   early_steals=0     no run taken from a holder whose lease had not expired
@@ -109,18 +109,19 @@ CREATE TABLE chaos_lease_audit (
   db_now timestamptz, at timestamptz DEFAULT clock_timestamp());
 CREATE FUNCTION chaos_lease_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  -- A lease row exists while a worker holds the run: an insert is a claim,
+  -- a change of owner a takeover.
   IF TG_OP = 'INSERT' THEN
-    IF NEW.lease_owner IS NOT NULL THEN
-      INSERT INTO chaos_lease_audit VALUES (NEW.id, TG_OP, NULL, NEW.status, NULL, NEW.lease_owner,
-                                            NULL, NEW.lease_expires_at, now());
-    END IF;
-  ELSIF NEW.lease_owner IS DISTINCT FROM OLD.lease_owner AND NEW.lease_owner IS NOT NULL THEN
-    INSERT INTO chaos_lease_audit VALUES (NEW.id, TG_OP, OLD.status, NEW.status, OLD.lease_owner,
-                                          NEW.lease_owner, OLD.lease_expires_at, NEW.lease_expires_at, now());
+    INSERT INTO chaos_lease_audit VALUES (NEW.execution_id, TG_OP, NULL, 'running', NULL,
+                                          NEW.lease_owner, NULL, NEW.lease_expires_at, now());
+  ELSIF NEW.lease_owner IS DISTINCT FROM OLD.lease_owner THEN
+    INSERT INTO chaos_lease_audit VALUES (NEW.execution_id, TG_OP, 'running', 'running',
+                                          OLD.lease_owner, NEW.lease_owner, OLD.lease_expires_at,
+                                          NEW.lease_expires_at, now());
   END IF;
   RETURN NEW;
 END $$;
-CREATE TRIGGER chaos_lease_audit AFTER INSERT OR UPDATE ON harvest_workflow_executions
+CREATE TRIGGER chaos_lease_audit AFTER INSERT OR UPDATE ON harvest_run_leases
   FOR EACH ROW EXECUTE FUNCTION chaos_lease_audit();
 SQL
 }
@@ -135,7 +136,7 @@ clock_scenario() {
   kafka_app r0
   # The app migrates the schema at start; the audit trigger goes on before any record is produced.
   for ((i = 0; i < 300; i++)); do
-    [[ $(sql "SELECT to_regclass('harvest_workflow_executions') IS NOT NULL") == t ]] && break
+    [[ $(sql "SELECT to_regclass('harvest_run_leases') IS NOT NULL") == t ]] && break
     sleep 0.1
   done
   clock_audit || { log "could not install the lease audit trigger"; ok=0; }
@@ -152,7 +153,7 @@ clock_scenario() {
   seen=$(app_skew r1)
   log "r1's wall clock is ${seen:-?}s off (r0's: $(app_skew r0)s)"
 
-  log "kill -9 r0 (true clock; $(sql "SELECT count(*) FROM harvest_workflow_executions WHERE status = 'running' AND lease_owner IS NOT NULL") runs leased at that moment)"
+  log "kill -9 r0 (true clock; $(sql "SELECT count(*) FROM harvest_run_leases") runs leased at that moment)"
   t_kill=$(sql "SELECT now()")
   kill9_app r0
   t=$(now)

@@ -24,7 +24,7 @@ class SteerCliTest : public testing::PgTest {
     return cli::run_cli(static_cast<int>(argv.size()), argv.data(), out_, err_);
   }
   std::string status_of(const std::string& id) {
-    return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id});
+    return text(::harvest::testing::kStatusById, {id});
   }
   std::ostringstream out_, err_;
 };

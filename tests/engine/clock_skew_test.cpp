@@ -50,12 +50,8 @@ TEST_P(ClockSkewTest, a_timer_fires_once_on_database_time_whatever_the_host_cloc
                         std::string("FAKETIME=") + GetParam(), "FAKETIME_DONT_FAKE_MONOTONIC=1",
                         // libfaketime is preloaded ahead of the sanitizer runtime.
                         "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0"});
-  ASSERT_TRUE(eventually(
-      [&] {
-        return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id}) ==
-               "completed";
-      },
-      30s))
+  ASSERT_TRUE(
+      eventually([&] { return text(::harvest::testing::kStatusById, {id}) == "completed"; }, 30s))
       << "the timer did not fire on database time; the worker printed: " << worker.output();
 
   // Fired once, about 5 s of database time after it was set.

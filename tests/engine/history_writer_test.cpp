@@ -42,7 +42,7 @@ class HistoryWriterTest : public testing::PgTest {
         {id, kind});
   }
   std::string status_of(const std::string& id) {
-    return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id});
+    return text(::harvest::testing::kStatusById, {id});
   }
 
   std::unique_ptr<Engine> engine_;

@@ -79,9 +79,9 @@ TEST_F(MutexTest, fifty_runs_over_three_processes_never_interleave_and_a_killed_
     ASSERT_TRUE(eventually(
         [&] {
           auto rows = db().exec(
-              "SELECT q.execution_id::text AS id, e.lease_owner FROM harvest_mutex_queue q "
-              "JOIN harvest_workflow_executions e ON e.id = q.execution_id WHERE q.name = "
-              "'ledger' AND q.granted_at IS NOT NULL AND e.status = 'running'");
+              "SELECT q.execution_id::text AS id, l.lease_owner FROM harvest_mutex_queue q "
+              "JOIN harvest_run_leases l ON l.execution_id = q.execution_id WHERE q.name = "
+              "'ledger' AND q.granted_at IS NOT NULL");
           if (!rows || rows->empty()) return false;
           holder = rows->get(0, "id");
           owner = rows->get(0, "lease_owner");
@@ -95,8 +95,8 @@ TEST_F(MutexTest, fifty_runs_over_three_processes_never_interleave_and_a_killed_
     if (p < 0) continue;
     workers[p]->kill();
     workers[p].reset();
-    if (scalar("SELECT count(*) FROM harvest_workflow_executions WHERE id = $1 AND status = "
-               "'running' AND lease_owner = $2",
+    if (scalar("SELECT count(*) FROM harvest_run_leases WHERE execution_id = $1 AND "
+               "lease_owner = $2",
                {holder, owner}) == 1) {
       victim = holder;
     }

@@ -39,17 +39,12 @@ TEST_F(PoisonPillTest, a_run_that_crashes_three_workers_is_dead_lettered_and_the
     // The first claim was of a pending run; each later one a takeover.
     EXPECT_EQ(scalar("SELECT crash_count FROM harvest_workflow_executions WHERE id = $1", {id}),
               crash - 1);
-    EXPECT_EQ(text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id}),
-              "running");
+    EXPECT_EQ(text(::harvest::testing::kStatusById, {id}), "running");
   }
 
   WorkerProcess fourth(db_url(), instance);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id}) ==
-               "failed";
-      },
-      60s))
+  ASSERT_TRUE(
+      eventually([&] { return text(::harvest::testing::kStatusById, {id}) == "failed"; }, 60s))
       << "the fourth worker did not contain the run";
   EXPECT_FALSE(fourth.wait_exit(500ms)) << "the fourth worker process died";
   EXPECT_EQ(fourth.output(), "ready\n") << "the fourth worker must not run the workflow";

@@ -14,7 +14,7 @@ namespace harvest::engine::testing {
 class RunTest : public harvest::testing::PgTest {
  protected:
   std::string status_of(const std::string& id) {
-    return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id});
+    return text(::harvest::testing::kStatusById, {id});
   }
   bool wait_status(const std::string& id, const std::string& status,
                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {

@@ -147,8 +147,8 @@ TEST_F(SteerTest, terminate_ends_the_run_at_once_and_fences_the_worker_executing
   // The worker's write of "first" is refused and it stops the run.
   ASSERT_TRUE(eventually([&] {
     return scalar(
-               "SELECT count(*) FROM harvest_workflow_executions WHERE id = $1 AND "
-               "lease_owner IS NULL",
+               "SELECT count(*) FROM harvest_workflow_executions e WHERE id = $1 AND NOT EXISTS "
+               "(SELECT 1 FROM harvest_run_leases l WHERE l.execution_id = e.id)",
                {id}) == 1;
   }));
   std::this_thread::sleep_for(300ms);

@@ -23,7 +23,7 @@ class RunTest : public testing::PgTest {
     PgTest::TearDown();
   }
   std::string status_of(const std::string& id) {
-    return text("SELECT status FROM harvest_workflow_executions WHERE id = $1", {id});
+    return text(::harvest::testing::kStatusById, {id});
   }
   bool wait_status(const std::string& id, const std::string& status,
                    std::chrono::milliseconds timeout = 20s) {
@@ -115,7 +115,7 @@ TEST_F(RunTest, a_crashed_worker_run_is_resumed_elsewhere_without_re_executing_r
   a.start();
   ASSERT_TRUE(eventually([&] { return a.crashed_threads() == 1; }));
   EXPECT_EQ(status_of(*s->execution_id), "running");
-  EXPECT_TRUE(text("SELECT lease_owner FROM harvest_workflow_executions").starts_with("worker-a/"))
+  EXPECT_TRUE(text("SELECT lease_owner FROM harvest_run_leases").starts_with("worker-a/"))
       << "the dead worker's claim still holds the lease";
 
   Worker b(*engine, {.concurrency = 1, .lease = 600ms, .poll_interval = 20ms, .owner = "worker-b"});

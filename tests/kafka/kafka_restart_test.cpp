@@ -45,15 +45,17 @@ TEST_F(KafkaRestartTest, a_killed_instance_restarts_consuming_and_reclaims_its_r
   ASSERT_TRUE(eventually(
       [&] {
         return count("true") == kFirst &&
-               count(fmt::format("status = 'running' AND starts_with(lease_owner, '{}@')",
+               count(fmt::format("id IN (SELECT execution_id FROM harvest_run_leases WHERE "
+                                 "starts_with(lease_owner, '{}@'))",
                                  instance)) > 0;
       },
       40s))
       << "the first incarnation never had runs in flight";
   EXPECT_EQ(await_committed(group, topic, produced.end), produced.end);
   first.kill_now();
-  const long long in_flight =
-      count("status = 'running' AND lease_expires_at > now() + interval '30 seconds'");
+  const long long in_flight = count(
+      "id IN (SELECT execution_id FROM harvest_run_leases WHERE lease_expires_at > now() + "
+      "interval '30 seconds')");
   ASSERT_GT(in_flight, 0) << "runs leased by the dead incarnation";
 
   produce_orders(topic, kPartitions, kSecond, "second", produced);

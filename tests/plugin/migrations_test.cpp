@@ -213,9 +213,26 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
 
   applied = store::apply_migrations(*conn_, sets);
   ASSERT_TRUE(applied) << applied.error().message;
-  ASSERT_EQ(applied->size(), 5u);
+  ASSERT_EQ(applied->size(), 6u);
   EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
-  EXPECT_EQ(applied->back().label(), "engine/0015_input_as_json");
+  EXPECT_EQ(applied->back().label(), "engine/0016_run_leases");
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_run_leases WHERE execution_id = "
+                              "'{}02' AND lease_owner = 'a-worker-that-died' AND "
+                              "lease_expires_at < now() AND workflow_name = 'legacy'",
+                              id)),
+            1)
+      << "the running run's lease moved to the run queue, expiry and all";
+  EXPECT_EQ(count("SELECT count(*) FROM harvest_run_leases"), 1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_workflow_executions WHERE id = "
+                              "'{}02' AND status = 'pending'",
+                              id)),
+            1)
+      << "the execution row is back to pending; its lease row says it is held";
+  EXPECT_EQ(count("SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                  "'harvest_workflow_executions'::regclass AND attname IN ('lease_owner', "
+                  "'lease_expires_at') AND NOT attisdropped"),
+            0)
+      << "a claim or a renewal no longer writes the execution row";
   EXPECT_EQ(count("SELECT count(*) FROM pg_attribute WHERE attrelid = "
                   "'harvest_workflow_executions'::regclass AND attname = 'input' AND "
                   "atttypid = 'json'::regtype"),

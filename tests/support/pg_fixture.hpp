@@ -64,4 +64,11 @@ class PgTest : public ::testing::Test {
 // Replaces the database name of a postgres:// URL.
 std::string with_database(const std::string& url, const std::string& db);
 
+// A run's status as harvest shows it ($1 = execution id): a pending or
+// waiting run that a worker holds (a lease row) is running.
+inline constexpr const char* kStatusById =
+    "SELECT CASE WHEN e.status IN ('pending', 'waiting') AND EXISTS (SELECT 1 FROM "
+    "harvest_run_leases l WHERE l.execution_id = e.id) THEN 'running' ELSE e.status END "
+    "FROM harvest_workflow_executions e WHERE e.id = $1";
+
 }  // namespace harvest::testing

@@ -11,9 +11,12 @@
 // refuses the data, never a SQLSTATE.
 //
 // Fencing. A worker owns a running execution through its claim's lease token
-// (`Fence`); every write of a run's history or outcome carries the fence and
-// takes effect only while `lease_owner = token AND status = 'running'`, so a
-// worker whose lease lapsed and was taken over can never write again.
+// (`Fence`): the run's row in harvest_run_leases (the narrow run queue,
+// migration 0016) names the token. Every write of a run's history or outcome
+// carries the fence and takes effect only while that row names the token, so
+// a worker whose lease lapsed and was taken over can never write again. A
+// held run keeps the status it was claimed in (pending or waiting) on its
+// execution row; readers show it as running (HARVEST_SHOWN_STATUS).
 #pragma once
 
 #include <chrono>
@@ -31,11 +34,44 @@
 // is_closed_status in types.hpp).
 #define HARVEST_CLOSED_STATUSES "('completed', 'failed', 'cancelled', 'terminated')"
 
+// A run's status as readers see it, for the execution row `e` (an SQL
+// expression): a pending or waiting run with a lease is running.
+#define HARVEST_SHOWN_STATUS(e)                                                    \
+  "(CASE WHEN " e                                                                  \
+  ".status IN ('pending', 'waiting') AND EXISTS (SELECT 1 FROM "                   \
+  "harvest_run_leases hl WHERE hl.execution_id = " e ".id) THEN 'running' ELSE " e \
+  ".status "                                                                       \
+  "END)"
+
+// Opens a fenced outcome ($1 = execution id, $2 = lease token) as two CTEs:
+// `w` locks the execution row, then `held` deletes the lease if the token
+// still holds it (one row, `held_id`, or none). The outcome's UPDATE of the
+// execution row joins `held`. Every writer that takes both locks takes the
+// execution row's first, so none waits for the other in reverse.
+#define HARVEST_HELD_CTES                                                                     \
+  "w AS (SELECT id FROM harvest_workflow_executions WHERE id = $1::uuid FOR NO KEY UPDATE), " \
+  "held AS (DELETE FROM harvest_run_leases WHERE execution_id = (SELECT id FROM w) "          \
+  "AND lease_owner = $2 RETURNING execution_id AS held_id) "
+
 namespace harvest::engine {
 
-// The fence every write of a run carries, as an SQL condition on
-// harvest_workflow_executions ($1 = execution id, $2 = lease token).
-inline constexpr const char* kRunFence = "id = $1 AND lease_owner = $2 AND status = 'running'";
+// The fence a write of a run's history carries, as a locking read of its
+// lease ($1 = execution id, $2 = lease token): one row (`id`) while the token
+// holds the run. FOR SHARE holds off a takeover or a terminate (both change
+// the lease row) until the write commits.
+inline constexpr const char* kLeaseFence =
+    "SELECT execution_id AS id FROM harvest_run_leases WHERE execution_id = $1::uuid AND "
+    "lease_owner = $2 FOR SHARE";
+
+// Deletes the leases of runs this transaction closed (or any closed run):
+// a terminate runs it as its second statement, whose snapshot sees a lease a
+// claim committed while the terminate waited for the execution row. Locks in
+// execution id order, as renewals do.
+inline constexpr const char* kDropClosedLeases =
+    "WITH d AS (SELECT l.execution_id FROM harvest_run_leases l JOIN harvest_workflow_executions e "
+    "  ON e.id = l.execution_id WHERE e.status IN " HARVEST_CLOSED_STATUSES
+    "  ORDER BY l.execution_id FOR UPDATE OF l) "
+    "DELETE FROM harvest_run_leases l USING d WHERE l.execution_id = d.execution_id";
 
 // One execution to create: the row (which is its WorkflowStarted event too)
 // and, when `idempotency_key` is set, its start-idempotency claim.
@@ -197,15 +233,17 @@ class ExecutionStore {
 
   // ---- runs: claims, history, outcomes (execution_store_runs.cpp) ----------
 
-  // Claims up to `limit` runnable executions of `workflows` (pending/waiting
-  // and due; then running ones whose lease lapsed; then running ones leased
-  // by a previous incarnation of this instance: lease owners starting with
-  // `own_prefix` that are not `owner`), with their recorded history. Each
-  // claim gets its own lease token, starting with `owner` + "/".
+  // Claims up to `limit` runnable executions of `workflows` (pending/waiting,
+  // due and held by nobody; then held ones whose lease lapsed; then ones
+  // leased by a previous incarnation of this instance: lease owners starting
+  // with `own_prefix` that are not `owner`), with their recorded history.
+  // Each claim gets its own lease token, starting with `owner` + "/", in a
+  // row of harvest_run_leases; the execution row is locked, not written.
   //
-  // `cursor` (in/out) skips the head of the runnable index: claimed runs
-  // leave dead index entries there until VACUUM, and walking them on every
-  // claim makes a large backlog quadratic. With a cursor the runnable scan
+  // `cursor` (in/out) skips the head of the runnable index: held runs stay
+  // there until their outcome and finished ones leave dead entries until
+  // VACUUM, and walking them on every claim makes a large backlog
+  // quadratic. With a cursor the runnable scan
   // starts at it (run_after >= cursor); a scan that finds fewer than `limit`
   // runs is followed by one from the start, so a run committed late with an
   // early run_after waits at most until the backlog thins. On return the
@@ -213,7 +251,7 @@ class ExecutionStore {
   //
   // `keyed` (ENG-19): workflows with per-key concurrency and their
   // max_per_key. Their runnable runs are claimed by a claim of their own that
-  // leaves a run waiting while its key has that many running.
+  // leaves a run waiting while its key has that many leases.
   [[nodiscard]] Result<std::vector<ClaimedRun>> claim(const std::vector<std::string>& workflows,
                                                       const std::string& owner,
                                                       std::chrono::milliseconds lease, size_t limit,
@@ -233,8 +271,9 @@ class ExecutionStore {
                                               bool entity_reuse);
   // Group commit of run writes, at most one per run: records and plain
   // (non-entity) completions of many runs in one implicit transaction of one
-  // round trip. The rows are locked first, in id order, so concurrent
-  // batches and lease renewals never deadlock. Per write: true when it took
+  // round trip. The execution rows are locked first, in id order, then the
+  // completions' lease rows in the same order, as renewals lock them, so
+  // concurrent batches and lease renewals never deadlock. Per write: true when it took
   // effect; false when its fence no longer held (a record: or another holder
   // wrote its position) — the lease is lost. The outer error is the batch's:
   // nothing was written.
@@ -249,7 +288,7 @@ class ExecutionStore {
                                      long long until_ms);
   // Hands the run back to be retried after `delay` without spending an attempt.
   [[nodiscard]] Result<bool> release(const Fence& fence, std::chrono::milliseconds delay);
-  // Extends the leases named by `tokens` (of running executions); returns
+  // Extends the leases named by `tokens` (their lease rows only); returns
   // the tokens among them whose run has a cancel request, so the worker
   // executing it delivers the cancellation at its next durable operation.
   [[nodiscard]] Result<std::vector<std::string>> renew_leases(

@@ -35,11 +35,11 @@ constexpr const char* kWakeNext =
 
 Result<bool> ExecutionStore::enqueue_lock(const Fence& fence, const std::string& name) {
   const std::string sql = fmt::format(
-      "WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} FOR SHARE), "
+      "WITH f AS ({}), "
       "ins AS (INSERT INTO harvest_mutex_queue (name, execution_id) SELECT $3, id FROM f "
       "  ON CONFLICT (name, execution_id) DO NOTHING) "
       "SELECT EXISTS (SELECT 1 FROM f) AS fenced",
-      kRunFence);
+      kLeaseFence);
   auto r =
       conn_.exec_pipeline({{kNameLock, {name}}, {sql, {fence.execution_id, fence.lease, name}}});
   if (!r) return fail(r.error());
@@ -66,11 +66,11 @@ Result<bool> ExecutionStore::try_grant_lock(const std::string& execution_id,
 
 Result<bool> ExecutionStore::release_lock(const Fence& fence, const std::string& name) {
   const std::string sql = fmt::format(
-      "WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} FOR SHARE), "
+      "WITH f AS ({}), "
       "gone AS (DELETE FROM harvest_mutex_queue q USING f WHERE q.execution_id = f.id "
       "  AND q.name = $3) "
       "SELECT EXISTS (SELECT 1 FROM f) AS fenced",
-      kRunFence);
+      kLeaseFence);
   auto r = conn_.exec_pipeline(
       {{kNameLock, {name}}, {sql, {fence.execution_id, fence.lease, name}}, {kWakeNext, {name}}});
   if (!r) return fail(r.error());

@@ -24,14 +24,15 @@ Result<bool> ExecutionStore::exists(const std::string& execution_id) {
 Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& execution_id) {
   auto r = conn_.exec(
       fmt::format(
-          "SELECT id, workflow_name, workflow_id, status, input::text AS input, output::text AS "
-          "output, error, start_source, start_source_ref, start_trace::text AS start_trace, "
-          "attempt, run_no, NOT superseded AS current, lease_owner, "
-          "to_char(lease_expires_at AT TIME ZONE 'UTC', {0}) AS lease_expires, "
-          "to_char(created_at AT TIME ZONE 'UTC', {0}) AS created, "
-          "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS completed "
-          "FROM harvest_workflow_executions "
-          "WHERE id = $1::uuid",
+          "SELECT e.id, e.workflow_name, e.workflow_id, " HARVEST_SHOWN_STATUS(
+              "e") " AS status, e.input::text AS input, e.output::text AS "
+                   "output, e.error, e.start_source, e.start_source_ref, e.start_trace::text AS "
+                   "start_trace, e.attempt, e.run_no, NOT e.superseded AS current, l.lease_owner, "
+                   "to_char(l.lease_expires_at AT TIME ZONE 'UTC', {0}) AS lease_expires, "
+                   "to_char(e.created_at AT TIME ZONE 'UTC', {0}) AS created, "
+                   "to_char(e.completed_at AT TIME ZONE 'UTC', {0}) AS completed "
+                   "FROM harvest_workflow_executions e LEFT JOIN harvest_run_leases l "
+                   "ON l.execution_id = e.id WHERE e.id = $1::uuid",
           kIsoUtc),
       {execution_id});
   if (!r) return fail(r.error());
@@ -147,22 +148,65 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
                  : "";
   auto r = conn_.exec(
       fmt::format(
-          "SELECT id, workflow_name, workflow_id, status, start_source, start_source_ref, "
-          "attempt, (extract(epoch FROM created_at) * 1000000)::bigint AS created_us, "
-          "to_char(created_at AT TIME ZONE 'UTC', {0}) AS created, "
-          "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS completed "
-          "FROM harvest_workflow_executions WHERE ($1::text IS NULL OR workflow_name = $1) "
-          "AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR start_source = $3) "
-          "AND ($7::text IS NULL OR workflow_id = $7) "
-          "AND ($8::text IS NULL OR starts_with(workflow_id, $8)) "
-          "AND ($9::text IS NULL OR start_source_ref = $9) "
-          "AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz) "
-          "AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz) {1}"
-          // The cursor as a row comparison on (created_at, id), which the
-          // harvest_executions_created index serves; microseconds are exact.
-          "AND ($4::bigint IS NULL OR (created_at, id) < ('epoch'::timestamptz + $4::bigint * "
-          "interval '1 microsecond', $5::uuid)) "
-          "ORDER BY created_at DESC, id DESC LIMIT $6",
+          "SELECT id, workflow_name, workflow_id, " HARVEST_SHOWN_STATUS(
+              "harvest_workflow_executions") " AS status, start_source, "
+                                             "start_source_ref, "
+                                             "attempt, (extract(epoch FROM created_at) * "
+                                             "1000000)::bigint AS created_us, "
+                                             "to_char(created_at AT TIME ZONE 'UTC', {0}) AS "
+                                             "created, "
+                                             "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS "
+                                             "completed "
+                                             "FROM harvest_workflow_executions WHERE ($1::text IS "
+                                             "NULL OR workflow_name = $1) "
+                                             "AND ($2::text IS NULL OR " HARVEST_SHOWN_STATUS(
+                                                 "harvest_workflow_executions") " = $2) AND "
+                                                                                "($3::text IS NULL "
+                                                                                "OR start_source = "
+                                                                                "$3) "
+                                                                                "AND ($7::text IS "
+                                                                                "NULL OR "
+                                                                                "workflow_id = $7) "
+                                                                                "AND ($8::text IS "
+                                                                                "NULL OR "
+                                                                                "starts_with("
+                                                                                "workflow_id, $8)) "
+                                                                                "AND ($9::text IS "
+                                                                                "NULL OR "
+                                                                                "start_source_ref "
+                                                                                "= $9) "
+                                                                                "AND "
+                                                                                "($10::timestamptz "
+                                                                                "IS NULL OR "
+                                                                                "created_at >= "
+                                                                                "$10::timestamptz) "
+                                                                                "AND "
+                                                                                "($11::timestamptz "
+                                                                                "IS NULL OR "
+                                                                                "created_at < "
+                                                                                "$11::timestamptz) "
+                                                                                "{1}"
+                                                                                // The cursor as a
+                                                                                // row comparison on
+                                                                                // (created_at, id),
+                                                                                // which the
+                                                                                // harvest_executions_created
+                                                                                // index serves;
+                                                                                // microseconds are
+                                                                                // exact.
+                                                                                "AND ($4::bigint "
+                                                                                "IS NULL OR "
+                                                                                "(created_at, id) "
+                                                                                "< "
+                                                                                "('epoch'::"
+                                                                                "timestamptz + "
+                                                                                "$4::bigint * "
+                                                                                "interval '1 "
+                                                                                "microsecond', "
+                                                                                "$5::uuid)) "
+                                                                                "ORDER BY "
+                                                                                "created_at DESC, "
+                                                                                "id DESC LIMIT $6",
           kIsoUtc, names),
       {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
        std::to_string(limit), filter.workflow_id, filter.workflow_id_prefix,
@@ -189,16 +233,17 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
 
 Result<long long> ExecutionStore::runnable_count() {
   auto r = conn_.exec(
-      "SELECT count(*) FROM harvest_workflow_executions WHERE status IN ('pending', 'waiting') "
-      "AND run_after <= now()");
+      "SELECT count(*) FROM harvest_workflow_executions e WHERE e.status IN ('pending', 'waiting') "
+      "AND e.run_after <= now() AND NOT EXISTS (SELECT 1 FROM harvest_run_leases l "
+      "WHERE l.execution_id = e.id)");
   if (!r) return fail(r.error());
   return std::stoll(r->get(0, 0));
 }
 
 Status ExecutionStore::overview(RunOverview& into) {
   auto counts = conn_.exec(
-      "SELECT workflow_name, status, count(*) AS n FROM harvest_workflow_executions "
-      "GROUP BY workflow_name, status");
+      "SELECT workflow_name, " HARVEST_SHOWN_STATUS("harvest_workflow_executions")
+      " AS status, count(*) AS n FROM harvest_workflow_executions GROUP BY 1, 2");
   if (!counts) return fail(counts.error());
   for (int i = 0; i < counts->rows(); ++i) {
     into.runs.push_back(RunOverview::Count{.workflow = counts->get(i, "workflow_name"),
@@ -282,7 +327,8 @@ Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string
       "signals AS (DELETE FROM harvest_signals WHERE execution_id IN (SELECT id FROM gone)), "
       "letters AS (DELETE FROM harvest_engine_dead_letters WHERE execution_id IN "
       "  (SELECT id FROM gone)), "
-      "items AS (DELETE FROM harvest_batch_items WHERE fired_execution IN (SELECT id FROM gone)) "
+      "items AS (DELETE FROM harvest_batch_items WHERE fired_execution IN (SELECT id FROM gone)), "
+      "leases AS (DELETE FROM harvest_run_leases WHERE execution_id IN (SELECT id FROM gone)) "
       "SELECT count(*) AS purged FROM gone";
   auto r = workflow ? conn_.exec(fmt::format(kPurge, "workflow_name = $1"),
                                  {*workflow, std::to_string(age.count())})

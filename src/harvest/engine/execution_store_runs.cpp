@@ -16,49 +16,88 @@ std::string ms(std::chrono::milliseconds d) {
   return std::to_string(d.count());
 }
 
-// What a claim does to each run it takes (CTE `c` holds their ids): a
-// lease token of its own ($1/<n>), running, and back with what the run needs.
-#define HARVEST_CLAIM_TAIL                                                                     \
-  "n AS (SELECT id, row_number() OVER () AS n FROM c) "                                        \
-  "UPDATE harvest_workflow_executions e SET status = 'running', "                              \
-  "  lease_owner = $1 || '/' || n.n, crash_count = e.crash_count + {crash}, "                  \
-  "  lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now() "            \
-  "FROM n WHERE e.id = n.id "                                                                  \
-  "RETURNING e.id::text AS id, e.lease_owner, e.workflow_name, e.workflow_id, "                \
-  "  e.input::text AS input, e.attempt, e.max_attempts, e.signal_seq, e.entity_reuse, "        \
-  "  e.start_trace::text AS start_trace, (extract(epoch FROM e.run_after) * 1000000)::bigint " \
-  "AS run_after_us, e.cancel_requested_at IS NOT NULL AS cancel_requested, e.crash_count, "    \
-  "(extract(epoch FROM now()) * 1000)::bigint AS db_now_ms"
+// The execution columns a claim reads ({e} is the execution row's alias).
+#define HARVEST_CLAIM_COLS                                                                        \
+  "e.id, e.workflow_name, e.concurrency_key, e.workflow_id, e.input, e.attempt, e.max_attempts, " \
+  "e.signal_seq, e.entity_reuse, e.start_trace, e.run_after, e.cancel_requested_at, e.crash_count"
 
-// Claims up to $4 executions of the workflows $3 matching {where}, walking
-// the partial index the condition names.
+// What a claim returns for each run it took: `n` holds the claimed rows (as
+// locked, so the newest version), `l` their leases.
+#define HARVEST_CLAIM_SELECT                                                                  \
+  "SELECT n.id::text AS id, l.lease_owner, n.workflow_name, n.workflow_id, n.input::text AS " \
+  "input, n.attempt, n.max_attempts, n.signal_seq, n.entity_reuse, n.start_trace::text AS "   \
+  "start_trace, (extract(epoch FROM n.run_after) * 1000000)::bigint AS run_after_us, "        \
+  "n.cancel_requested_at IS NOT NULL AS cancel_requested, {crash} AS crash_count, "           \
+  "(extract(epoch FROM now()) * 1000)::bigint AS db_now_ms "
+
+// A fresh claim of the runs CTE `c` locked: each gets a lease row with a
+// token of its own ($1/<n>) expiring in $2 ms. The execution row is only
+// locked, not written: the lease row is the claim (migration 0016).
+#define HARVEST_CLAIM_TAIL                                                                       \
+  "n AS (SELECT c.*, row_number() OVER () AS n FROM c), "                                        \
+  "l AS (INSERT INTO harvest_run_leases (execution_id, workflow_name, concurrency_key, "         \
+  "  lease_owner, lease_expires_at) SELECT id, workflow_name, concurrency_key, $1 || '/' || n, " \
+  "  now() + $2 * interval '1 millisecond' FROM n ON CONFLICT DO NOTHING "                       \
+  "  RETURNING execution_id, lease_owner) " HARVEST_CLAIM_SELECT                                 \
+  "FROM l JOIN n ON n.id = l.execution_id"
+
+// Claims up to $4 due runs of the workflows $3 that nobody holds, oldest
+// first, walking the runnable index ({where} adds to the condition).
 constexpr const char* kClaim =
-    "WITH c AS (SELECT id FROM harvest_workflow_executions "
-    "  WHERE workflow_name = ANY($3::text[]) AND {where} LIMIT $4 FOR UPDATE SKIP "
-    "LOCKED), " HARVEST_CLAIM_TAIL;
+    "WITH c AS (SELECT " HARVEST_CLAIM_COLS
+    " FROM harvest_workflow_executions e "
+    "  WHERE e.workflow_name = ANY($3::text[]) AND e.status IN ('pending', 'waiting') "
+    "  AND e.run_after <= now() {where} AND NOT EXISTS (SELECT 1 FROM harvest_run_leases h "
+    "  WHERE h.execution_id = e.id) ORDER BY e.run_after LIMIT $4 "
+    "  FOR NO KEY UPDATE OF e SKIP LOCKED), " HARVEST_CLAIM_TAIL;
 
 // ENG-19: claims up to $4 due runs of the keyed workflow $3, at most $5
-// running per concurrency key (those running count), oldest first. Claims of
+// held per concurrency key (their leases count), oldest first. Claims of
 // one keyed workflow serialise on kKeyedLock, taken by the statement before
-// in the same transaction, so this statement's snapshot sees every run a
-// concurrent claim made running.
+// in the same transaction, so this statement's snapshot sees every lease a
+// concurrent claim inserted.
 constexpr const char* kKeyedClaim =
-    "WITH busy AS (SELECT concurrency_key, count(*) AS n FROM harvest_workflow_executions "
-    "  WHERE workflow_name = $3 AND concurrency_key IS NOT NULL AND status = 'running' "
-    "  GROUP BY concurrency_key), "
-    "cand AS (SELECT id, concurrency_key, run_after, row_number() OVER (PARTITION BY "
-    "  concurrency_key ORDER BY run_after, id) AS rn FROM harvest_workflow_executions "
-    "  WHERE workflow_name = $3 AND status IN ('pending', 'waiting') AND run_after <= now()), "
+    "WITH busy AS (SELECT concurrency_key, count(*) AS n FROM harvest_run_leases "
+    "  WHERE workflow_name = $3 AND concurrency_key IS NOT NULL GROUP BY concurrency_key), "
+    "cand AS (SELECT e.id, e.concurrency_key, e.run_after, row_number() OVER (PARTITION BY "
+    "  e.concurrency_key ORDER BY e.run_after, e.id) AS rn FROM harvest_workflow_executions e "
+    "  WHERE e.workflow_name = $3 AND e.status IN ('pending', 'waiting') AND e.run_after <= now() "
+    "  AND NOT EXISTS (SELECT 1 FROM harvest_run_leases h WHERE h.execution_id = e.id)), "
     "pick AS (SELECT cand.id FROM cand LEFT JOIN busy b ON b.concurrency_key = "
     "  cand.concurrency_key WHERE cand.concurrency_key IS NULL OR cand.rn + COALESCE(b.n, 0) <= $5 "
     "  ORDER BY cand.run_after LIMIT $4), "
-    "c AS (SELECT id FROM harvest_workflow_executions WHERE id IN (SELECT id FROM pick) "
-    "  FOR UPDATE SKIP LOCKED), " HARVEST_CLAIM_TAIL;
+    "c AS (SELECT " HARVEST_CLAIM_COLS
+    " FROM harvest_workflow_executions e WHERE e.id IN (SELECT id FROM pick) "
+    "  AND e.status IN ('pending', 'waiting') FOR NO KEY UPDATE OF e SKIP "
+    "LOCKED), " HARVEST_CLAIM_TAIL;
 
 constexpr const char* kKeyedLock =
     "SELECT pg_advisory_xact_lock(hashtext('harvest.concurrency'), hashtext($1))";
 
-#undef HARVEST_CLAIM_TAIL
+// Takes over up to $4 leases on runs of the workflows $3 matching {where}
+// (on the lease row): a new token ($1/<n>) and expiry, and a crash counted
+// on the execution row (ENG-18). Both locks are taken with SKIP LOCKED, so
+// a takeover never waits: a lease being renewed or ended is skipped, and
+// one renewed since this statement's snapshot fails {where} on re-check.
+constexpr const char* kTakeover =
+    "WITH cand AS (SELECT execution_id FROM harvest_run_leases "
+    "  WHERE workflow_name = ANY($3::text[]) AND {where} ORDER BY lease_expires_at LIMIT $4 "
+    "  FOR NO KEY UPDATE SKIP LOCKED), "
+    "c AS (SELECT " HARVEST_CLAIM_COLS
+    " FROM harvest_workflow_executions e WHERE e.id IN (SELECT execution_id FROM cand) "
+    "  AND e.status NOT IN " HARVEST_CLOSED_STATUSES
+    " FOR NO KEY UPDATE OF e SKIP LOCKED), "
+    "n AS (SELECT c.*, row_number() OVER () AS n FROM c), "
+    "l AS (UPDATE harvest_run_leases r SET lease_owner = $1 || '/' || n.n, "
+    "  lease_expires_at = now() + $2 * interval '1 millisecond', claimed_at = now() "
+    "  FROM n WHERE r.execution_id = n.id RETURNING r.execution_id, r.lease_owner), "
+    "k AS (UPDATE harvest_workflow_executions x SET crash_count = x.crash_count + 1, "
+    "  updated_at = now() FROM l WHERE x.id = l.execution_id RETURNING x.id, "
+    "x.crash_count) " HARVEST_CLAIM_SELECT
+    "FROM l JOIN n ON n.id = l.execution_id JOIN k ON k.id = n.id";
+
+#undef HARVEST_CLAIM_COLS
+#undef HARVEST_CLAIM_SELECT
 
 }  // namespace
 
@@ -84,43 +123,38 @@ Result<std::vector<ClaimedRun>> ExecutionStore::claim(const std::vector<std::str
     bool advances_cursor = false;
     std::optional<std::string> keyed_workflow;  // a kKeyedClaim (its $3)
   };
-  auto plain = [](const std::string& where, bool takeover) {
-    return fmt::format(kClaim, fmt::arg("where", where), fmt::arg("crash", takeover ? 1 : 0));
+  auto fresh = [](const std::string& where) {
+    return fmt::format(kClaim, fmt::arg("where", where), fmt::arg("crash", "n.crash_count"));
+  };
+  auto takeover = [](const std::string& where) {
+    return fmt::format(kTakeover, fmt::arg("where", where), fmt::arg("crash", "k.crash_count"));
   };
   // Runnable work first (keyed workflows through their own claim); then runs
   // whose worker's lease lapsed; then, for a process with a stable instance
-  // id, runs a previous incarnation of it was running when it died (their
+  // id, runs a previous incarnation of it was holding when it died (their
   // lease has not lapsed, but their owner is gone: nobody else will ever
   // renew it). The last two take a lease over from a holder that recorded no
   // outcome: each such claim counts a crash (ENG-18).
   std::vector<Kind> kinds;
   if (!unkeyed.empty()) {
     if (cursor && *cursor) {
-      kinds.push_back(Kind{plain("status IN ('pending', 'waiting') AND run_after <= now() AND "
-                                 "run_after >= to_timestamp($5::bigint / 1e6) ORDER BY run_after",
-                                 false),
+      kinds.push_back(Kind{fresh("AND e.run_after >= to_timestamp($5::bigint / 1e6)"),
                            {std::to_string(**cursor)},
                            true});
     }
-    kinds.push_back(Kind{
-        plain("status IN ('pending', 'waiting') AND run_after <= now() ORDER BY run_after", false),
-        {},
-        true});
+    kinds.push_back(Kind{fresh(""), {}, true});
   }
   for (const auto& [workflow, max_per_key] : keyed) {
-    kinds.push_back(Kind{fmt::format(kKeyedClaim, fmt::arg("crash", 0)),
+    kinds.push_back(Kind{fmt::format(kKeyedClaim, fmt::arg("crash", "n.crash_count")),
                          {std::to_string(max_per_key)},
                          false,
                          workflow});
   }
-  kinds.push_back(
-      Kind{plain("status = 'running' AND lease_expires_at < now() ORDER BY lease_expires_at", true),
-           {}});
+  kinds.push_back(Kind{takeover("lease_expires_at < now()"), {}});
   if (own_prefix) {
-    kinds.push_back(Kind{plain("status = 'running' AND starts_with(lease_owner, $5) AND NOT "
-                               "starts_with(lease_owner, $6) ORDER BY lease_expires_at",
-                               true),
-                         {*own_prefix, owner + "/"}});
+    kinds.push_back(
+        Kind{takeover("starts_with(lease_owner, $5) AND NOT starts_with(lease_owner, $6)"),
+             {*own_prefix, owner + "/"}});
   }
   std::optional<long long> latest;
   for (size_t k = 0; k < kinds.size() && out.size() < limit; ++k) {
@@ -211,17 +245,15 @@ Result<bool> ExecutionStore::analyze_if_never_analyzed(long long min_rows) {
 }
 
 Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedOp& op) {
-  // FOR SHARE holds off a takeover (an UPDATE of the row) until this commits,
-  // and re-reads the row if one committed first: no row, no event.
-  auto r =
-      conn_.exec_keyed(fmt::format("WITH f AS (SELECT id FROM harvest_workflow_executions WHERE {} "
-                                   "FOR SHARE) "
-                                   "INSERT INTO harvest_workflow_events "
-                                   "(execution_id, op_seq, kind, name, payload) "
-                                   "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
-                                   kRunFence),
-                       {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind, op.name,
-                        op.payload.dump()});
+  // The fence's FOR SHARE holds off a takeover or terminate (each changes
+  // the lease row) until this commits: no lease, no event.
+  auto r = conn_.exec_keyed(fmt::format("WITH f AS ({}) "
+                                        "INSERT INTO harvest_workflow_events "
+                                        "(execution_id, op_seq, kind, name, payload) "
+                                        "SELECT id, $3, $4, $5, $6::jsonb FROM f RETURNING id",
+                                        kLeaseFence),
+                            {fence.execution_id, fence.lease, std::to_string(op_seq), op.kind,
+                             op.name, op.payload.dump()});
   if (!r) return fail(r.error());  // kConflict: another holder wrote this position
   if (r->empty()) return fail(Error::conflict("the run's lease is held by another worker"));
   return {};
@@ -276,12 +308,12 @@ Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& ou
                                               bool entity_reuse) {
   const std::string unread = kUnread;
   std::vector<store::Statement> statements{
-      {fmt::format("WITH done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
-                   "output = $3::jsonb, completed_at = now(), lease_owner = NULL, "
-                   "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id) "
-                   "INSERT INTO harvest_workflow_events (execution_id, kind) "
-                   "SELECT id, 'WorkflowCompleted' FROM done RETURNING execution_id",
-                   kRunFence),
+      {"WITH " HARVEST_HELD_CTES
+       ", done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
+       "output = $3::jsonb, completed_at = now(), updated_at = now() FROM held "
+       "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES " RETURNING id) "
+       "INSERT INTO harvest_workflow_events (execution_id, kind) "
+       "SELECT id, 'WorkflowCompleted' FROM done RETURNING execution_id",
        {fence.execution_id, fence.lease, output.dump()},
        true,
        true}};
@@ -312,22 +344,29 @@ constexpr const char* kLockBatch =
     "SELECT id FROM harvest_workflow_executions WHERE id = ANY($1::uuid[]) ORDER BY id "
     "FOR NO KEY UPDATE";
 
+// The execution rows are locked (kLockBatch): no takeover or terminate can
+// change a lease before this transaction ends.
 constexpr const char* kRecordBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS "
     "  t(id uuid, lease text, seq int, kind text, name text, payload text) LIMIT $2) "
     "INSERT INTO harvest_workflow_events (execution_id, op_seq, kind, name, payload) "
     "SELECT i.id, i.seq, i.kind, i.name, i.payload::jsonb FROM items i "
-    "WHERE EXISTS (SELECT 1 FROM harvest_workflow_executions e WHERE e.id = i.id "
-    "  AND e.lease_owner = i.lease AND e.status = 'running') "
+    "WHERE EXISTS (SELECT 1 FROM harvest_run_leases l WHERE l.execution_id = i.id "
+    "  AND l.lease_owner = i.lease) "
     "ORDER BY i.id ON CONFLICT (execution_id, op_seq) DO NOTHING RETURNING execution_id::text";
 
+// Ends the leases the items' tokens still hold, in execution id order (as
+// renewals lock them), and completes those runs.
 constexpr const char* kCompleteBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS "
     "  t(id uuid, lease text, output text) LIMIT $2), "
+    "mine AS (SELECT l.execution_id FROM harvest_run_leases l JOIN items i ON i.id = "
+    "  l.execution_id AND i.lease = l.lease_owner ORDER BY l.execution_id FOR UPDATE OF l), "
+    "held AS (DELETE FROM harvest_run_leases l USING mine WHERE l.execution_id = "
+    "  mine.execution_id RETURNING l.execution_id), "
     "done AS (UPDATE harvest_workflow_executions e SET status = 'completed', "
-    "  output = i.output::jsonb, completed_at = now(), lease_owner = NULL, "
-    "  lease_expires_at = NULL, updated_at = now() FROM items i "
-    "  WHERE e.id = i.id AND e.lease_owner = i.lease AND e.status = 'running' "
+    "  output = i.output::jsonb, completed_at = now(), updated_at = now() FROM items i, held h "
+    "  WHERE e.id = i.id AND h.execution_id = i.id AND e.status NOT IN " HARVEST_CLOSED_STATUSES
     "  RETURNING e.id) "
     "INSERT INTO harvest_workflow_events (execution_id, kind) "
     "SELECT id, 'WorkflowCompleted' FROM done ORDER BY id RETURNING execution_id::text";
@@ -383,16 +422,17 @@ Result<std::vector<bool>> ExecutionStore::write_batch(std::span<const RunWrite> 
 
 Result<bool> ExecutionStore::retry_later(const Fence& fence, const std::string& error,
                                          std::chrono::milliseconds backoff, int attempt) {
-  auto r = conn_.exec(
-      fmt::format("WITH retry AS (UPDATE harvest_workflow_executions SET status = 'pending', "
-                  "attempt = attempt + 1, error = $3, lease_owner = NULL, crash_count = 0, "
-                  "lease_expires_at = NULL, run_after = now() + $4 * interval '1 millisecond', "
-                  "updated_at = now() WHERE {} RETURNING id) "
-                  "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
-                  "SELECT id, 'AttemptFailed', jsonb_build_object('attempt', $5::int, "
-                  "'error', $3::text) FROM retry RETURNING execution_id",
-                  kRunFence),
-      {fence.execution_id, fence.lease, error, ms(backoff), std::to_string(attempt)});
+  auto r =
+      conn_.exec("WITH " HARVEST_HELD_CTES
+                 ", retry AS (UPDATE harvest_workflow_executions SET status = 'pending', "
+                 "attempt = attempt + 1, error = $3, crash_count = 0, "
+                 "run_after = now() + $4 * interval '1 millisecond', updated_at = now() FROM held "
+                 "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES
+                 " RETURNING id) "
+                 "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
+                 "SELECT id, 'AttemptFailed', jsonb_build_object('attempt', $5::int, "
+                 "'error', $3::text) FROM retry RETURNING execution_id",
+                 {fence.execution_id, fence.lease, error, ms(backoff), std::to_string(attempt)});
   if (!r) return fail(r.error());
   return !r->empty();
 }
@@ -403,9 +443,11 @@ namespace {
 Result<bool> fail_into_dead_letters(store::Connection& conn, const Fence& fence,
                                     const std::string& error, const char* reason) {
   auto r = conn.exec(
-      fmt::format("WITH failed AS (UPDATE harvest_workflow_executions SET status = 'failed', "
-                  "error = $3, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, "
-                  "updated_at = now() WHERE {} RETURNING id, workflow_name, workflow_id, attempt), "
+      fmt::format("WITH " HARVEST_HELD_CTES
+                  ", failed AS (UPDATE harvest_workflow_executions SET status = 'failed', "
+                  "error = $3, completed_at = now(), updated_at = now() FROM held "
+                  "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES
+                  " RETURNING id, workflow_name, workflow_id, attempt), "
                   "event AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
                   "SELECT id, 'WorkflowFailed', jsonb_build_object('error', $3::text, 'reason', "
                   "$4::text) FROM failed) "
@@ -416,8 +458,7 @@ Result<bool> fail_into_dead_letters(store::Connection& conn, const Fence& fence,
                   "ON CONFLICT (execution_id) DO UPDATE SET error = EXCLUDED.error, "
                   "attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, failed_at = now(), "
                   "replayed_at = NULL "
-                  "RETURNING execution_id",
-                  kRunFence),
+                  "RETURNING execution_id"),
       {fence.execution_id, fence.lease, error, reason});
   if (!r) return fail(r.error());
   return !r->empty();
@@ -438,24 +479,23 @@ Result<bool> ExecutionStore::suspend(const Fence& fence, long long signal_seq_se
   // A signal staged after the run read its history bumped signal_seq: stay
   // runnable instead of sleeping through it.
   auto r = conn_.exec(
-      fmt::format(
-          "UPDATE harvest_workflow_executions SET status = 'waiting', lease_owner = NULL, "
-          "lease_expires_at = NULL, crash_count = 0, updated_at = now(), run_after = CASE WHEN "
-          "signal_seq > $3 THEN now() ELSE to_timestamp($4::double precision / 1000) END "
-          "WHERE {} RETURNING id",
-          kRunFence),
+      "WITH " HARVEST_HELD_CTES
+      "UPDATE harvest_workflow_executions SET status = 'waiting', crash_count = 0, "
+      "updated_at = now(), run_after = CASE WHEN signal_seq > $3 THEN now() "
+      "ELSE to_timestamp($4::double precision / 1000) END FROM held "
+      "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES " RETURNING id",
       {fence.execution_id, fence.lease, std::to_string(signal_seq_seen), std::to_string(until_ms)});
   if (!r) return fail(r.error());
   return !r->empty();
 }
 
 Result<bool> ExecutionStore::release(const Fence& fence, std::chrono::milliseconds delay) {
-  auto r = conn_.exec(
-      fmt::format("UPDATE harvest_workflow_executions SET status = 'pending', lease_owner = NULL, "
-                  "lease_expires_at = NULL, run_after = now() + $3 * interval '1 millisecond' "
-                  "WHERE {} RETURNING id",
-                  kRunFence),
-      {fence.execution_id, fence.lease, ms(delay)});
+  auto r = conn_.exec("WITH " HARVEST_HELD_CTES
+                      "UPDATE harvest_workflow_executions SET status = 'pending', "
+                      "run_after = now() + $3 * interval '1 millisecond' FROM held "
+                      "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES
+                      " RETURNING id",
+                      {fence.execution_id, fence.lease, ms(delay)});
   if (!r) return fail(r.error());
   return !r->empty();
 }
@@ -465,12 +505,14 @@ Result<std::vector<std::string>> ExecutionStore::renew_leases(
   std::vector<std::string> cancelled;
   if (tokens.empty()) return cancelled;
   auto r = conn_.exec(
-      // Locks in id order, as write_batch does: the two never deadlock.
-      "WITH l AS (SELECT id FROM harvest_workflow_executions WHERE lease_owner = ANY($1::text[]) "
-      "AND status = 'running' ORDER BY id FOR NO KEY UPDATE) "
-      "UPDATE harvest_workflow_executions e SET lease_expires_at = now() + $2 * interval "
-      "'1 millisecond' FROM l WHERE e.id = l.id "
-      "RETURNING e.lease_owner, e.cancel_requested_at IS NOT NULL AS cancel_requested",
+      // Only the lease rows change (an update no index sees: HOT). Locks in
+      // execution id order, as write_batch does: the two never deadlock.
+      "WITH l AS (SELECT execution_id FROM harvest_run_leases WHERE lease_owner = ANY($1::text[]) "
+      "ORDER BY execution_id FOR NO KEY UPDATE) "
+      "UPDATE harvest_run_leases r SET lease_expires_at = now() + $2 * interval "
+      "'1 millisecond' FROM l WHERE r.execution_id = l.execution_id "
+      "RETURNING r.lease_owner, (SELECT e.cancel_requested_at IS NOT NULL FROM "
+      "harvest_workflow_executions e WHERE e.id = r.execution_id) AS cancel_requested",
       {text_array(tokens), ms(lease)});
   if (!r) return fail(r.error());
   for (int i = 0; i < r->rows(); ++i) {

@@ -15,13 +15,15 @@ constexpr int kBulkChunk = 1000;
 
 // One run, locked for the rest of the statement ($1 = execution id).
 constexpr const char* kTarget =
-    "t AS (SELECT id, workflow_name, status, cancel_requested_at FROM harvest_workflow_executions "
+    "t AS (SELECT id, workflow_name, status, " HARVEST_SHOWN_STATUS("harvest_workflow_executions")
+    " AS shown_status, cancel_requested_at FROM harvest_workflow_executions "
     "  WHERE id = $1::uuid FOR NO KEY UPDATE)";
 
 // Open runs matching the filter ($1 workflow or null, $2 status or null).
 constexpr const char* kOpenWhere =
     "status NOT IN " HARVEST_CLOSED_STATUSES
-    " AND ($1::text IS NULL OR workflow_name = $1) AND ($2::text IS NULL OR status = $2)";
+    " AND ($1::text IS NULL OR workflow_name = $1) AND ($2::text IS NULL OR " HARVEST_SHOWN_STATUS(
+        "harvest_workflow_executions") " = $2)";
 
 // A pending or waiting run becomes runnable now: it replays to its next
 // durable operation and sees the request there.
@@ -30,9 +32,10 @@ constexpr const char* kCancelSet =
     "run_after = CASE WHEN e.status IN ('pending', 'waiting') THEN LEAST(e.run_after, now()) "
     "ELSE e.run_after END";
 
+// The run's lease (if a worker holds it) goes in the terminate's second
+// statement, kDropClosedLeases; the worker's next write finds no lease.
 constexpr const char* kTerminateSet =
-    "status = 'terminated', error = $2, completed_at = now(), lease_owner = NULL, "
-    "lease_expires_at = NULL, updated_at = now()";
+    "status = 'terminated', error = $2, completed_at = now(), updated_at = now()";
 
 constexpr const char* kNotify = "SELECT pg_notify('harvest_work', '')";
 
@@ -70,7 +73,8 @@ Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::request_cancel
       "ev AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
       "  SELECT id, 'CancelRequested', jsonb_build_object('reason', $2::text, "
       "  'requested_by', $3::text) FROM upd) "
-      "SELECT t.workflow_name, t.status, t.cancel_requested_at IS NOT NULL AS was_requested, "
+      "SELECT t.workflow_name, t.shown_status AS status, t.cancel_requested_at IS NOT NULL AS "
+      "was_requested, "
       "  EXISTS (SELECT 1 FROM upd) AS changed FROM t",
       kTarget, kCancelSet);
   auto r = conn_.exec_pipeline({{sql, {execution_id, reason, by}}, {kNotify, {}}});
@@ -87,10 +91,12 @@ Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::terminate(
       "ev AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
       "  SELECT id, 'WorkflowTerminated', jsonb_build_object('reason', $2::text, "
       "  'requested_by', $3::text) FROM upd) "
-      "SELECT t.workflow_name, t.status, t.cancel_requested_at IS NOT NULL AS was_requested, "
+      "SELECT t.workflow_name, t.shown_status AS status, t.cancel_requested_at IS NOT NULL AS "
+      "was_requested, "
       "  EXISTS (SELECT 1 FROM upd) AS changed FROM t",
       kTarget, kTerminateSet);
-  return stop_result(conn_.exec(sql, {execution_id, reason, by}));
+  auto r = conn_.exec_pipeline({{sql, {execution_id, reason, by}}, {kDropClosedLeases, {}}});
+  return stop_result(r ? Result<store::PgResult>(std::move(r->front())) : fail(r.error()));
 }
 
 Result<long long> ExecutionStore::count_open(const StopFilter& filter) {
@@ -132,7 +138,7 @@ Result<std::map<std::string, long long>> ExecutionStore::terminate_where(const S
       "WITH t AS (SELECT id FROM harvest_workflow_executions WHERE {} "
       "  ORDER BY id LIMIT {} FOR NO KEY UPDATE), "
       "upd AS (UPDATE harvest_workflow_executions e SET status = 'terminated', error = $3, "
-      "  completed_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now() "
+      "  completed_at = now(), updated_at = now() "
       "  FROM t WHERE e.id = t.id RETURNING e.id, e.workflow_name), "
       "ev AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
       "  SELECT id, 'WorkflowTerminated', jsonb_build_object('reason', $3::text, "
@@ -141,9 +147,10 @@ Result<std::map<std::string, long long>> ExecutionStore::terminate_where(const S
       kOpenWhere, kBulkChunk);
   std::map<std::string, long long> total;
   for (;;) {
-    auto r = conn_.exec(sql, {filter.workflow, filter.status, reason, by});
+    auto r = conn_.exec_pipeline(
+        {{sql, {filter.workflow, filter.status, reason, by}}, {kDropClosedLeases, {}}});
     if (!r) return fail(r.error());
-    if (add_counts(*r, total) < kBulkChunk) return total;
+    if (add_counts(r->front(), total) < kBulkChunk) return total;
   }
 }
 
@@ -160,14 +167,15 @@ Result<bool> ExecutionStore::finish_cancelled(const Fence& fence, const Json& ou
                                               const std::optional<std::string>& error) {
   auto r = conn_.exec(
       fmt::format(
-          "WITH done AS (UPDATE harvest_workflow_executions SET status = 'cancelled', "
-          "output = $3::jsonb, error = $4, completed_at = now(), lease_owner = NULL, "
-          "lease_expires_at = NULL, updated_at = now() WHERE {} RETURNING id, cancel_reason) "
+          "WITH " HARVEST_HELD_CTES
+          ", done AS (UPDATE harvest_workflow_executions SET status = 'cancelled', "
+          "output = $3::jsonb, error = $4, completed_at = now(), updated_at = now() FROM held "
+          "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES
+          " RETURNING id, cancel_reason) "
           "INSERT INTO harvest_workflow_events (execution_id, kind, payload) "
           "SELECT id, 'WorkflowCancelled', jsonb_strip_nulls(jsonb_build_object('reason', "
           "cancel_reason, 'output', $3::jsonb, 'error', $4::text)) FROM done RETURNING "
-          "execution_id",
-          kRunFence),
+          "execution_id"),
       {fence.execution_id, fence.lease, output.dump(), error});
   if (!r) return fail(r.error());
   return !r->empty();
