@@ -13,8 +13,8 @@
 //   Latency column: dispatch (map → durable start committed), per record.
 // - completed: as above with a worker (concurrency 32: a one-step run mostly
 //   waits on PostgreSQL, and the shard's group commit batches as many writes as
-//   run threads wait) in the same process;
-//   the clock stops when the last one-step run has completed.
+//   run threads wait; BENCH_WORKER_CONCURRENCY changes it) in the same
+//   process; the clock stops when the last one-step run has completed.
 // - --backlog N: one drain of N records in a process of its own, reporting
 //   peak RSS (VmHWM).
 // - fixed rate: 500 msg/s for 10 s produced while the runtime consumes
@@ -341,7 +341,10 @@ double drain(const std::string& bootstrap, kafka::testing::TestBroker& broker,
   const long long calls_before = ingest_calls.load();
   const auto footprint = bench::Footprint::begin(db);
   if (complete) {
-    worker = std::make_unique<engine::Worker>(engine, engine::WorkerConfig{.concurrency = 32});
+    // BENCH_WORKER_CONCURRENCY overrides the 32 run threads, for sizing runs.
+    const char* threads = std::getenv("BENCH_WORKER_CONCURRENCY");
+    worker = std::make_unique<engine::Worker>(
+        engine, engine::WorkerConfig{.concurrency = threads ? std::atoi(threads) : 32});
     worker->start();
   }
   double peak_rss = 0;

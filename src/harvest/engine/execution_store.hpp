@@ -36,12 +36,18 @@
 
 // A run's status as readers see it, for the execution row `e` (an SQL
 // expression): a pending or waiting run with a lease is running.
-#define HARVEST_SHOWN_STATUS(e)                                                    \
-  "(CASE WHEN " e                                                                  \
-  ".status IN ('pending', 'waiting') AND EXISTS (SELECT 1 FROM "                   \
-  "harvest_run_leases hl WHERE hl.execution_id = " e ".id) THEN 'running' ELSE " e \
-  ".status "                                                                       \
-  "END)"
+#define HARVEST_SHOWN_STATUS(e)                                                           \
+  "(CASE WHEN " e                                                                         \
+  ".status IN ('pending', 'waiting') AND " HARVEST_HAS_LEASE(e) " THEN 'running' ELSE " e \
+                                                                ".status END)"
+
+// Whether the execution row `e` has a lease, as a scalar subquery: one
+// index probe per row, whatever the plan. (PostgreSQL may run an EXISTS as
+// a hashed subplan or a join that reads the whole lease table, and that
+// table churns: a lease lives from claim to outcome, so between vacuums it
+// is mostly dead rows.)
+#define HARVEST_HAS_LEASE(e) \
+  "((SELECT true FROM harvest_run_leases hl WHERE hl.execution_id = " e ".id) IS NOT NULL)"
 
 // Opens a fenced outcome ($1 = execution id, $2 = lease token) as two CTEs:
 // `w` locks the execution row, then `held` deletes the lease if the token
@@ -57,11 +63,12 @@ namespace harvest::engine {
 
 // The fence a write of a run's history carries, as a locking read of its
 // lease ($1 = execution id, $2 = lease token): one row (`id`) while the token
-// holds the run. FOR SHARE holds off a takeover or a terminate (both change
-// the lease row) until the write commits.
+// holds the run. FOR KEY SHARE holds off a takeover (it changes the token, a
+// unique key) and the lease's deletion until the write commits, and never a
+// renewal (which changes only the expiry).
 inline constexpr const char* kLeaseFence =
     "SELECT execution_id AS id FROM harvest_run_leases WHERE execution_id = $1::uuid AND "
-    "lease_owner = $2 FOR SHARE";
+    "lease_owner = $2 FOR KEY SHARE";
 
 // Deletes the leases of runs this transaction closed (or any closed run):
 // a terminate runs it as its second statement, whose snapshot sees a lease a
@@ -271,9 +278,8 @@ class ExecutionStore {
                                               bool entity_reuse);
   // Group commit of run writes, at most one per run: records and plain
   // (non-entity) completions of many runs in one implicit transaction of one
-  // round trip. The execution rows are locked first, in id order, then the
-  // completions' lease rows in the same order, as renewals lock them, so
-  // concurrent batches and lease renewals never deadlock. Per write: true when it took
+  // round trip. The execution rows are locked first, in id order, so
+  // concurrent batches never deadlock (and renewals never wait). Per write: true when it took
   // effect; false when its fence no longer held (a record: or another holder
   // wrote its position) — the lease is lost. The outer error is the batch's:
   // nothing was written.

@@ -234,8 +234,7 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
 Result<long long> ExecutionStore::runnable_count() {
   auto r = conn_.exec(
       "SELECT count(*) FROM harvest_workflow_executions e WHERE e.status IN ('pending', 'waiting') "
-      "AND e.run_after <= now() AND NOT EXISTS (SELECT 1 FROM harvest_run_leases l "
-      "WHERE l.execution_id = e.id)");
+      "AND e.run_after <= now() AND NOT " HARVEST_HAS_LEASE("e"));
   if (!r) return fail(r.error());
   return std::stoll(r->get(0, 0));
 }

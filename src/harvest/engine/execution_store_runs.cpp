@@ -47,8 +47,8 @@ constexpr const char* kClaim =
     "WITH c AS (SELECT " HARVEST_CLAIM_COLS
     " FROM harvest_workflow_executions e "
     "  WHERE e.workflow_name = ANY($3::text[]) AND e.status IN ('pending', 'waiting') "
-    "  AND e.run_after <= now() {where} AND NOT EXISTS (SELECT 1 FROM harvest_run_leases h "
-    "  WHERE h.execution_id = e.id) ORDER BY e.run_after LIMIT $4 "
+    "  AND e.run_after <= now() {where} AND NOT " HARVEST_HAS_LEASE("e")
+    " ORDER BY e.run_after LIMIT $4 "
     "  FOR NO KEY UPDATE OF e SKIP LOCKED), " HARVEST_CLAIM_TAIL;
 
 // ENG-19: claims up to $4 due runs of the keyed workflow $3, at most $5
@@ -62,7 +62,7 @@ constexpr const char* kKeyedClaim =
     "cand AS (SELECT e.id, e.concurrency_key, e.run_after, row_number() OVER (PARTITION BY "
     "  e.concurrency_key ORDER BY e.run_after, e.id) AS rn FROM harvest_workflow_executions e "
     "  WHERE e.workflow_name = $3 AND e.status IN ('pending', 'waiting') AND e.run_after <= now() "
-    "  AND NOT EXISTS (SELECT 1 FROM harvest_run_leases h WHERE h.execution_id = e.id)), "
+    "  AND NOT " HARVEST_HAS_LEASE("e") "), "
     "pick AS (SELECT cand.id FROM cand LEFT JOIN busy b ON b.concurrency_key = "
     "  cand.concurrency_key WHERE cand.concurrency_key IS NULL OR cand.rn + COALESCE(b.n, 0) <= $5 "
     "  ORDER BY cand.run_after LIMIT $4), "
@@ -77,12 +77,13 @@ constexpr const char* kKeyedLock =
 // Takes over up to $4 leases on runs of the workflows $3 matching {where}
 // (on the lease row): a new token ($1/<n>) and expiry, and a crash counted
 // on the execution row (ENG-18). Both locks are taken with SKIP LOCKED, so
-// a takeover never waits: a lease being renewed or ended is skipped, and
+// a takeover never waits: a lease being renewed, written under (history
+// writes hold it FOR KEY SHARE) or ended is skipped, and
 // one renewed since this statement's snapshot fails {where} on re-check.
 constexpr const char* kTakeover =
     "WITH cand AS (SELECT execution_id FROM harvest_run_leases "
     "  WHERE workflow_name = ANY($3::text[]) AND {where} ORDER BY lease_expires_at LIMIT $4 "
-    "  FOR NO KEY UPDATE SKIP LOCKED), "
+    "  FOR UPDATE SKIP LOCKED), "
     "c AS (SELECT " HARVEST_CLAIM_COLS
     " FROM harvest_workflow_executions e WHERE e.id IN (SELECT execution_id FROM cand) "
     "  AND e.status NOT IN " HARVEST_CLOSED_STATUSES
@@ -245,7 +246,7 @@ Result<bool> ExecutionStore::analyze_if_never_analyzed(long long min_rows) {
 }
 
 Status ExecutionStore::record_op(const Fence& fence, int op_seq, const RecordedOp& op) {
-  // The fence's FOR SHARE holds off a takeover or terminate (each changes
+  // The fence's FOR KEY SHARE holds off a takeover or terminate (each changes
   // the lease row) until this commits: no lease, no event.
   auto r = conn_.exec_keyed(fmt::format("WITH f AS ({}) "
                                         "INSERT INTO harvest_workflow_events "
@@ -351,19 +352,20 @@ constexpr const char* kRecordBatch =
     "  t(id uuid, lease text, seq int, kind text, name text, payload text) LIMIT $2) "
     "INSERT INTO harvest_workflow_events (execution_id, op_seq, kind, name, payload) "
     "SELECT i.id, i.seq, i.kind, i.name, i.payload::jsonb FROM items i "
-    "WHERE EXISTS (SELECT 1 FROM harvest_run_leases l WHERE l.execution_id = i.id "
-    "  AND l.lease_owner = i.lease) "
+    "WHERE (SELECT l.lease_owner FROM harvest_run_leases l WHERE l.execution_id = i.id) = "
+    "  i.lease "
     "ORDER BY i.id ON CONFLICT (execution_id, op_seq) DO NOTHING RETURNING execution_id::text";
 
-// Ends the leases the items' tokens still hold, in execution id order (as
-// renewals lock them), and completes those runs.
+// Ends the leases the items' tokens still hold and completes those runs.
+// The leases are reached by primary key ($3, the items' ids): no plan reads
+// the whole lease table. Renewals skip a lease being deleted, so no order is
+// needed against them.
 constexpr const char* kCompleteBatch =
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS "
     "  t(id uuid, lease text, output text) LIMIT $2), "
-    "mine AS (SELECT l.execution_id FROM harvest_run_leases l JOIN items i ON i.id = "
-    "  l.execution_id AND i.lease = l.lease_owner ORDER BY l.execution_id FOR UPDATE OF l), "
-    "held AS (DELETE FROM harvest_run_leases l USING mine WHERE l.execution_id = "
-    "  mine.execution_id RETURNING l.execution_id), "
+    "held AS (DELETE FROM harvest_run_leases l WHERE l.execution_id = ANY($3::uuid[]) "
+    "  AND (l.execution_id, l.lease_owner) IN (SELECT id, lease FROM items) "
+    "  RETURNING l.execution_id), "
     "done AS (UPDATE harvest_workflow_executions e SET status = 'completed', "
     "  output = i.output::jsonb, completed_at = now(), updated_at = now() FROM items i, held h "
     "  WHERE e.id = i.id AND h.execution_id = i.id AND e.status NOT IN " HARVEST_CLOSED_STATUSES
@@ -391,6 +393,10 @@ Result<std::vector<bool>> ExecutionStore::write_batch(std::span<const RunWrite> 
           {{"id", w.fence.execution_id}, {"lease", w.fence.lease}, {"output", w.output.dump()}});
     }
   }
+  std::vector<std::string> completing;
+  for (const auto& w : writes) {
+    if (!w.op) completing.push_back(w.fence.execution_id);
+  }
   std::vector<store::Statement> statements{{kLockBatch, {text_array(ids)}, true, true}};
   const size_t record_at = statements.size();
   if (!records.empty()) {
@@ -400,7 +406,10 @@ Result<std::vector<bool>> ExecutionStore::write_batch(std::span<const RunWrite> 
   const size_t complete_at = statements.size();
   if (!completions.empty()) {
     statements.push_back(
-        {kCompleteBatch, {completions.dump(), std::to_string(completions.size())}, true, true});
+        {kCompleteBatch,
+         {completions.dump(), std::to_string(completions.size()), text_array(completing)},
+         true,
+         true});
   }
   auto r = conn_.exec_pipeline(statements);
   if (!r) return fail(r.error());
@@ -505,10 +514,13 @@ Result<std::vector<std::string>> ExecutionStore::renew_leases(
   std::vector<std::string> cancelled;
   if (tokens.empty()) return cancelled;
   auto r = conn_.exec(
-      // Only the lease rows change (an update no index sees: HOT). Locks in
-      // execution id order, as write_batch does: the two never deadlock.
+      // Only the lease rows change. A lease locked by another transaction is
+      // skipped: it is being ended (an outcome, a terminate) or taken over,
+      // and needs no renewal; history writes lock it FOR KEY SHARE, which a
+      // renewal does not wait for. So a renewal never waits and never
+      // deadlocks.
       "WITH l AS (SELECT execution_id FROM harvest_run_leases WHERE lease_owner = ANY($1::text[]) "
-      "ORDER BY execution_id FOR NO KEY UPDATE) "
+      "FOR NO KEY UPDATE SKIP LOCKED) "
       "UPDATE harvest_run_leases r SET lease_expires_at = now() + $2 * interval "
       "'1 millisecond' FROM l WHERE r.execution_id = l.execution_id "
       "RETURNING r.lease_owner, (SELECT e.cancel_requested_at IS NOT NULL FROM "
