@@ -22,7 +22,7 @@
 #   early_steals=0     no run taken from a holder whose lease had not expired
 #                      (by the database's now()) - a skewed replica judging
 #                      expiry by its own clock would do that
-#   double_completed=0 no run with two WorkflowCompleted events
+#   double_completed=0 no run completed twice (a trigger counts completions)
 #   retried=0          no run with attempt > 1 (the workflow never fails)
 #   takeovers=<n>      runs claimed again after their lease lapsed (only r0's
 #                      orphans of the kill may be, and only after its kill)
@@ -123,6 +123,19 @@ BEGIN
 END $$;
 CREATE TRIGGER chaos_lease_audit AFTER INSERT OR UPDATE ON harvest_run_leases
   FOR EACH ROW EXECUTE FUNCTION chaos_lease_audit();
+-- Every completion (the execution row's update to completed: a completion
+-- writes no event row), so a run completed twice shows as two.
+CREATE FUNCTION chaos_completion_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.status = 'completed' AND (OLD.status IS DISTINCT FROM 'completed'
+                                   OR NEW.completed_at IS DISTINCT FROM OLD.completed_at) THEN
+    INSERT INTO chaos_lease_audit VALUES (NEW.id, 'COMPLETE', OLD.status, NEW.status, NULL, NULL,
+                                          NULL, NULL, now());
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER chaos_completion_audit AFTER UPDATE ON harvest_workflow_executions
+  FOR EACH ROW EXECUTE FUNCTION chaos_completion_audit();
 SQL
 }
 
@@ -185,12 +198,12 @@ clock_scenario() {
                    AND old_owner IS NOT NULL AND old_expires < db_now")
   early_takeovers=$(sql "SELECT count(*) FROM chaos_lease_audit WHERE op = 'UPDATE' AND old_status = 'running'
                          AND old_owner IS NOT NULL AND db_now < '$t_kill'::timestamptz")
-  double=$(sql "SELECT count(*) FROM (SELECT execution_id FROM harvest_workflow_events
-                WHERE kind = 'WorkflowCompleted' GROUP BY execution_id HAVING count(*) > 1) d")
+  double=$(sql "SELECT count(*) FROM (SELECT execution_id FROM chaos_lease_audit
+                WHERE op = 'COMPLETE' GROUP BY execution_id HAVING count(*) > 1) d")
   retried=$(sql "SELECT count(*) FROM harvest_workflow_executions WHERE attempt > 1")
-  log "lease changes: $(sql "SELECT count(*) FROM chaos_lease_audit"); takeovers after expiry: $takeovers (min wait past expiry $(sql "SELECT coalesce(round(extract(epoch FROM min(db_now - old_expires))::numeric, 2)::text, '-') FROM chaos_lease_audit WHERE op = 'UPDATE' AND old_status = 'running' AND old_owner IS NOT NULL"))s)"
+  log "lease changes: $(sql "SELECT count(*) FROM chaos_lease_audit WHERE op <> 'COMPLETE'"); takeovers after expiry: $takeovers (min wait past expiry $(sql "SELECT coalesce(round(extract(epoch FROM min(db_now - old_expires))::numeric, 2)::text, '-') FROM chaos_lease_audit WHERE op = 'UPDATE' AND old_status = 'running' AND old_owner IS NOT NULL"))s)"
   # Lease owners read <host>:<pid>:<instance>/<claim>/<n>: one holder per process.
-  log "runs claimed per process (lease owner prefix): $(sql "SELECT string_agg(o || '=' || n, ' ') FROM (SELECT split_part(new_owner, '/', 1) AS o, count(*) AS n FROM chaos_lease_audit GROUP BY 1 ORDER BY 1) x")"
+  log "runs claimed per process (lease owner prefix): $(sql "SELECT string_agg(o || '=' || n, ' ') FROM (SELECT split_part(new_owner, '/', 1) AS o, count(*) AS n FROM chaos_lease_audit WHERE op <> 'COMPLETE' GROUP BY 1 ORDER BY 1) x")"
   if [[ $steals != 0 ]]; then
     log "leases taken before they expired: $steals, e.g.:"
     psql "$HARVEST_DATABASE_URL" -qXc "SELECT execution_id, old_owner, new_owner, old_expires, db_now

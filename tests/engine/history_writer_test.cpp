@@ -78,9 +78,16 @@ TEST_F(HistoryWriterTest, each_write_of_a_batch_gets_the_outcome_it_would_get_al
   EXPECT_EQ(
       text("SELECT output::text FROM harvest_workflow_executions WHERE id = $1", {runs[3].id}),
       R"({"done": 3})");
-  EXPECT_EQ(events(runs[3].id, "WorkflowCompleted"), 1);
+  EXPECT_EQ(events(runs[3].id, "WorkflowCompleted"), 0) << "the row is the completion";
+  auto completed = engine_->get_execution(runs[3].id);
+  ASSERT_TRUE(completed) << completed.error().message;
+  EXPECT_EQ(completed->history.back().kind, "WorkflowCompleted");
+  EXPECT_EQ(completed->history.back().payload, (Json{{"done", 3}}));
   EXPECT_EQ(status_of(runs[4].id), "running") << "a stale lease completes nothing";
-  EXPECT_EQ(events(runs[4].id, "WorkflowCompleted"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions WHERE id = $1 AND output "
+                   "IS NULL AND completed_at IS NULL",
+                   {runs[4].id}),
+            1);
   EXPECT_EQ(text("SELECT jsonb_typeof(payload) FROM harvest_workflow_events WHERE "
                  "execution_id = $1 AND op_seq = 1",
                  {runs[5].id}),

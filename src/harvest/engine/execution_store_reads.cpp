@@ -80,6 +80,20 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
     }
     v.history.push_back(std::move(h));
   }
+  // A completion writes no event row either: the row is the completion, shown
+  // last, after every recorded event. Runs completed before migration 0016
+  // have one (with the output on the row, since 0011).
+  if (v.status == "completed" &&
+      std::none_of(v.history.begin(), v.history.end(),
+                   [](const auto& h) { return h.kind == "WorkflowCompleted"; })) {
+    HistoryEvent h{.id = v.history.empty() ? 1 : v.history.back().id + 1,
+                   .op_seq = std::nullopt,
+                   .kind = "WorkflowCompleted",
+                   .name = std::nullopt,
+                   .payload = v.output,
+                   .recorded_at = v.completed_at};
+    v.history.push_back(std::move(h));
+  }
   // A start writes no event row: the row is the start. Runs created before
   // schema v2 (and an entity's carried-over run) still have one.
   const bool started_row = std::any_of(v.history.begin(), v.history.end(),

@@ -313,8 +313,9 @@ Result<CompletedRun> ExecutionStore::complete(const Fence& fence, const Json& ou
        ", done AS (UPDATE harvest_workflow_executions SET status = 'completed', "
        "output = $3::jsonb, completed_at = now(), updated_at = now() FROM held "
        "WHERE id = held.held_id AND status NOT IN " HARVEST_CLOSED_STATUSES " RETURNING id) "
-       "INSERT INTO harvest_workflow_events (execution_id, kind) "
-       "SELECT id, 'WorkflowCompleted' FROM done RETURNING execution_id",
+       // The row is the completion: history shows WorkflowCompleted from
+       // its status, output and completed_at (no event row, migration 0016).
+       "SELECT id FROM done",
        {fence.execution_id, fence.lease, output.dump()},
        true,
        true}};
@@ -370,8 +371,7 @@ constexpr const char* kCompleteBatch =
     "  output = i.output::jsonb, completed_at = now(), updated_at = now() FROM items i, held h "
     "  WHERE e.id = i.id AND h.execution_id = i.id AND e.status NOT IN " HARVEST_CLOSED_STATUSES
     "  RETURNING e.id) "
-    "INSERT INTO harvest_workflow_events (execution_id, kind) "
-    "SELECT id, 'WorkflowCompleted' FROM done ORDER BY id RETURNING execution_id::text";
+    "SELECT id::text FROM done";
 
 Result<std::vector<bool>> ExecutionStore::write_batch(std::span<const RunWrite> writes) {
   std::vector<bool> out(writes.size(), false);

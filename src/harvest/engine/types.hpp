@@ -289,7 +289,9 @@ struct EngineConfig {
 /// One entry of a run's recorded history, as `Engine::get_execution` returns it.
 struct HistoryEvent {
   /// Database id; history is ordered by it. 0 for the WorkflowStarted a start
-  /// implies: the execution row is the start, no event row is written.
+  /// implies: the execution row is the start, no event row is written. The
+  /// WorkflowCompleted a completion implies (no event row either) comes last,
+  /// one above the run's last event id.
   long long id;
   /// Position of the durable operation in call order; unset for lifecycle
   /// events (WorkflowStarted, AttemptFailed, CancelRequested, ...).
@@ -298,7 +300,8 @@ struct HistoryEvent {
   std::optional<std::string> name;  ///< the step, signal, lock or child workflow name
   Json payload;                     ///< the recorded result or details; null when none
   /// When the event was recorded (ISO 8601, UTC); for the implied
-  /// WorkflowStarted, when the run was created.
+  /// WorkflowStarted, when the run was created; for the implied
+  /// WorkflowCompleted, when it completed.
   std::optional<std::string> recorded_at;
 };
 
