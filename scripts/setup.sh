@@ -11,7 +11,7 @@ APT_PACKAGES=(
   prometheus-cpp-dev libcli11-dev libcpp-httplib-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   kcat curl
-  faketime doxygen iptables stunnel4 openssl
+  faketime doxygen iptables stunnel4 openssl procps
   chromium
 )
 # The Kafka and SQS test servers are Java programs fetched with Maven.
@@ -26,12 +26,55 @@ for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
+# The chaos suite's network scenarios put Toxiproxy between the app and its
+# services; scripts/services/toxiproxy.sh builds the pinned toxiproxy-server
+# with `go install`, which needs Go 1.23 or later (its go.mod says go 1.23.0).
+# Debian 12's own golang-go is 1.19, too old even to read that go.mod;
+# bookworm-backports has golang-go 1.23. Backports are never chosen on their
+# own (apt ranks the suite below the release), so adding it changes no other
+# package: only the one asked for with -t comes from it.
+GO_MIN_MINOR=23
+go_recent() {
+  local v minor
+  v=$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null) || return 1  # go1.23.5
+  [[ $v =~ ^go1\.([0-9]+) ]] || return 1
+  minor=${BASH_REMATCH[1]}
+  ((minor >= GO_MIN_MINOR))
+}
+GO_APT=()
+if ! go_recent; then
+  # shellcheck disable=SC1091
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  if [[ $codename == bookworm ]]; then
+    GO_APT=(-t bookworm-backports golang-go)
+  else
+    GO_APT=(golang-go)
+  fi
+fi
+
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
+if ((${#missing[@]})) || ((${#GO_APT[@]})); then
+  if [[ ${GO_APT[0]:-} == -t ]] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "setup: adding Debian's bookworm-backports suite (for golang-go >= 1.$GO_MIN_MINOR)"
+    printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+      'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' |
+      $SUDO tee /etc/apt/sources.list.d/harvest-bookworm-backports.sources >/dev/null
+  fi
+  $SUDO apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-  $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ((${#GO_APT[@]})); then
+  echo "setup: installing Go >= 1.$GO_MIN_MINOR (apt-get install ${GO_APT[*]})"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${GO_APT[@]}" >/dev/null
+  hash -r
+  go_recent || {
+    echo "setup: Go >= 1.$GO_MIN_MINOR is still not the first 'go' on PATH ($(command -v go || echo none)); Toxiproxy cannot be built" >&2
+    exit 1
+  }
 fi
 # The browser test's npm packages (playwright-core drives the Chromium
 # installed above; it downloads no browser), exactly as the lockfile pins
