@@ -127,6 +127,17 @@ class WorkflowContext {
   /// A cancel delivered while waiting throws `Cancelled` here and gives up
   /// the place in line. Names are 1..200 bytes of storable text; a run may
   /// hold several different locks, but not the same one twice.
+  ///
+  /// Terminating the holder does not wait for its worker: the terminated run
+  /// leaves the line at once and the next waiter is granted the lock (woken
+  /// by the terminate, or on its own re-check, every 10 s, if that wake-up
+  /// was lost) while the terminated run's worker may still be executing one
+  /// of its steps. That step runs on to its end — whatever it does happens —
+  /// and then the run stops: its worker finds the lease gone and records
+  /// nothing. For as long as that step takes, code of two runs executes
+  /// under the same lock. Cancel the holder instead when the lock must exclude
+  /// any overlap: a run sees a cancel at its next durable call, after the
+  /// step in flight has returned, and only then hands the lock on.
   LockGuard lock(const std::string& name);
   /// Starts a child workflow exactly once (its workflow_id defaults to one
   /// derived from this run and the call position) and returns its execution id.
