@@ -94,5 +94,34 @@ TEST(BindingRules, a_binding_on_another_stream_than_its_source_is_refused_naming
       << refusals[0];
 }
 
+// Issue 51: an unknown collision policy and an explicitly empty incarnation
+// are refused at build, naming what was wrong; the known names resolve.
+TEST(BindingRules, an_unknown_collision_policy_or_an_empty_incarnation_is_refused) {
+  const auto r = workflows();
+  MockSource source("orders.placed");
+  auto unknown = mapped(SourceBinding::starts("orders", "orders.placed", "plain"));
+  unknown.on_collision("ignore");
+  auto refusals = binding_refusals(unknown, r, &source);
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_NE(refusals[0].find("on_collision('ignore')"), std::string::npos) << refusals[0];
+  EXPECT_NE(refusals[0].find("'hold'"), std::string::npos) << refusals[0];
+
+  auto empty = mapped(SourceBinding::starts("orders", "orders.placed", "plain"));
+  empty.key_incarnation("");
+  refusals = binding_refusals(empty, r, &source);
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_NE(refusals[0].find("empty key_incarnation"), std::string::npos) << refusals[0];
+
+  for (const auto* name : {"hold", "dead_letter", "dispatch"}) {
+    auto known = mapped(SourceBinding::starts("orders", "orders.placed", "plain"));
+    known.on_collision(name).key_incarnation("2026-12");
+    EXPECT_TRUE(binding_refusals(known, r, &source).empty()) << name;
+    EXPECT_EQ(to_string(known.collision_policy()), name);
+  }
+  EXPECT_EQ(mapped(SourceBinding::starts("o", "s", "plain")).collision_policy(),
+            CollisionPolicy::kHold)
+      << "hold is the default";
+}
+
 }  // namespace
 }  // namespace harvest::connector

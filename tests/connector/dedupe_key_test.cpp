@@ -5,6 +5,7 @@
 #include <random>
 
 #include <harvest/connector/dedupe_key.hpp>
+#include <harvest/connector/fingerprint.hpp>
 
 namespace harvest::connector {
 namespace {
@@ -92,6 +93,54 @@ TEST(DedupeKey, property_distinct_random_coordinates_never_collide) {
     }
   }
   EXPECT_GT(seen.size(), 30000u);
+}
+
+// Issue 51: a record's fingerprint covers its key, value, headers and
+// timestamp; a byte-identical record (a redelivery) has the same one.
+TEST(RecordFingerprint, changes_with_every_part_of_the_record_and_only_then) {
+  Message m{.coordinates = kafka("orders", 0, 7),
+            .key = std::string("k"),
+            .headers = {{"h", "v"}},
+            .payload = "{\"order_id\":\"A-1\"}",
+            .timestamp_ms = 1765000000000};
+  const auto fp = record_fingerprint(m);
+  ASSERT_TRUE(fp);
+  EXPECT_EQ(record_fingerprint(m), fp) << "deterministic";
+  Message moved = m;
+  moved.coordinates = kafka("orders", 3, 99);
+  moved.receive_count = 4;
+  moved.generation = 9;
+  EXPECT_EQ(record_fingerprint(moved), fp)
+      << "where it sits and how often it came are not the record";
+  auto differs = [&](auto change) {
+    Message other = m;
+    change(other);
+    return record_fingerprint(other) != fp;
+  };
+  EXPECT_TRUE(differs([](Message& o) { o.payload += " "; }));
+  EXPECT_TRUE(differs([](Message& o) { o.key = std::string("K"); }));
+  EXPECT_TRUE(differs([](Message& o) { o.key = std::nullopt; }));
+  EXPECT_TRUE(differs([](Message& o) { o.key = std::string(); })) << "an empty key is a key";
+  EXPECT_TRUE(differs([](Message& o) { o.headers.clear(); }));
+  EXPECT_TRUE(differs([](Message& o) { o.headers[0].second = "w"; }));
+  EXPECT_TRUE(differs([](Message& o) { o.headers = {{"hv", ""}}; })) << "lengths are prefixed";
+  EXPECT_TRUE(differs([](Message& o) { o.timestamp_ms = 1765000000001; }));
+  EXPECT_TRUE(differs([](Message& o) { o.timestamp_ms = std::nullopt; }));
+}
+
+TEST(RecordFingerprint, an_sqs_message_has_none_its_message_id_never_repeats) {
+  Message m{.coordinates = SqsCoordinates{"https://sqs/q", "id-1", "rh"}, .payload = "x"};
+  EXPECT_EQ(record_fingerprint(m), std::nullopt);
+}
+
+TEST(DedupeKey, a_fingerprinted_key_is_never_a_coordinate_key) {
+  const auto c = kafka("orders", 0, 7);
+  const auto plain = DedupeKey::derive("b", "", c).value();
+  const auto a = DedupeKey::derive_fingerprinted("b", "", c, 1).value();
+  EXPECT_NE(a, plain);
+  EXPECT_NE(a, DedupeKey::derive_fingerprinted("b", "", c, 2).value());
+  EXPECT_EQ(a, DedupeKey::derive_fingerprinted("b", "", c, 1).value());
+  EXPECT_TRUE(a.starts_with("conn:"));
 }
 
 }  // namespace

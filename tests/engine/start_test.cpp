@@ -40,7 +40,7 @@ TEST_F(StartTest, the_connector_path_takes_reserved_keys_and_refuses_any_other_a
   auto out = internal::ConnectorStarts::start_batch(*engine, std::move(starts));
   ASSERT_EQ(out.size(), 3u);
   ASSERT_TRUE(out[0]) << out[0].error().message;
-  EXPECT_EQ(out[0]->kind, StartOutcomeKind::kStarted);
+  EXPECT_EQ(out[0]->outcome.kind, StartOutcomeKind::kStarted);
   ASSERT_FALSE(out[1]);
   EXPECT_EQ(out[1].error().kind, ErrorKind::kInternal);
   ASSERT_TRUE(out[2]) << out[2].error().message;
@@ -53,6 +53,52 @@ TEST_F(StartTest, the_connector_path_takes_reserved_keys_and_refuses_any_other_a
   auto refused = engine->start(req);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().kind, ErrorKind::kBadRequest);
+}
+
+// Issue 51: a derived key stores its record's fingerprint; a later start
+// under the key with another fingerprint is a collision (never a plain
+// replay), the same one a replay; with refuse_collisions a batch holding a
+// collision commits nothing and says which requests were withheld.
+TEST_F(StartTest, a_key_hit_from_another_record_is_a_collision_and_can_refuse_the_batch) {
+  auto engine = open_engine(order_workflows());
+  auto derived = [](std::string id, std::string key, std::optional<int64_t> fp) {
+    return internal::DerivedStart{order_start(std::move(id)), std::move(key), fp};
+  };
+  std::vector<internal::DerivedStart> first;
+  first.push_back(derived("F-1", "conn:1:k1", 11));
+  first.push_back(derived("F-2", "conn:1:k2", std::nullopt));
+  auto created = internal::ConnectorStarts::start_batch(*engine, std::move(first));
+  ASSERT_TRUE(created[0] && created[1]);
+  EXPECT_EQ(scalar("SELECT key_fingerprint FROM harvest_workflow_executions WHERE "
+                   "idempotency_key = 'conn:1:k1'"),
+            11);
+
+  std::vector<internal::DerivedStart> again;
+  again.push_back(derived("F-1", "conn:1:k1", 11));  // a redelivery
+  again.push_back(derived("X-1", "conn:1:k1", 12));  // another record, same key
+  again.push_back(derived("Y-1", "conn:1:k2", 99));  // the holder has no fingerprint
+  again.push_back(derived("Z-1", "conn:1:k3", 5));   // fresh
+  auto out = internal::ConnectorStarts::start_batch(*engine, std::move(again));
+  ASSERT_EQ(out.size(), 4u);
+  for (const auto& o : out) ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(out[0]->collision);
+  EXPECT_EQ(out[0]->outcome.kind, StartOutcomeKind::kIdempotentReplay);
+  EXPECT_TRUE(out[1]->collision);
+  EXPECT_EQ(out[1]->outcome.execution_id, created[0]->outcome.execution_id) << "names the holder";
+  EXPECT_FALSE(out[2]->collision) << "a run without a fingerprint never collides";
+  EXPECT_EQ(out[3]->outcome.kind, StartOutcomeKind::kStarted);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 3);
+
+  std::vector<internal::DerivedStart> refused;
+  refused.push_back(derived("W-1", "conn:1:k4", 1));
+  refused.push_back(derived("V-1", "conn:1:k1", 13));
+  auto held = internal::ConnectorStarts::start_batch(*engine, std::move(refused), true);
+  ASSERT_TRUE(held[0] && held[1]);
+  EXPECT_TRUE(held[0]->withheld);
+  EXPECT_TRUE(held[1]->collision);
+  EXPECT_EQ(held[1]->outcome.execution_id, created[0]->outcome.execution_id);
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 3)
+      << "a refused batch commits nothing";
 }
 
 TEST_F(StartTest, start_commits_execution_row_and_started_event) {

@@ -550,7 +550,19 @@ ApiResponse Handlers::health(const ApiRequest&) {
     r.log_detail = causes.empty() ? *problem : causes;
     return r;
   }
-  return json_response(200, Json{{"status", "ok"}, {"shards", std::move(list)}});
+  // A binding holding on a coordinate collision needs an operator, but the
+  // process is serving: 200, status "degraded", and which binding and why.
+  Json holding = Json::array();
+  if (bindings_) {
+    for (const auto& b : bindings_()) {
+      if (b.collision_hold) {
+        holding.push_back(Json{{"binding", b.binding}, {"collision_hold", *b.collision_hold}});
+      }
+    }
+  }
+  Json body{{"status", holding.empty() ? "ok" : "degraded"}, {"shards", std::move(list)}};
+  if (!holding.empty()) body["bindings_holding"] = std::move(holding);
+  return json_response(200, std::move(body));
 }
 
 ApiResponse Handlers::metrics(const ApiRequest&) {

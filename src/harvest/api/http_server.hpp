@@ -82,6 +82,10 @@ struct BindingOverview {
   uint64_t dispatched = 0;                  ///< messages acked after a durable commit
   uint64_t dead_lettered = 0;               ///< messages recorded as poison
   uint64_t retried = 0;                     ///< messages left for redelivery
+  uint64_t collisions = 0;                  ///< coordinate collisions met
+  /// Set while the binding holds on a coordinate collision: what happened
+  /// and what to do.
+  std::optional<std::string> collision_hold;
 };
 
 /// Settings of the HTTP API: where it listens, its limits, timeouts and

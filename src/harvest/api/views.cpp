@@ -135,7 +135,9 @@ Json to_json(const BindingOverview& b) {
               {"store_available", b.store_available},
               {"dispatched", b.dispatched},
               {"dead_lettered", b.dead_lettered},
-              {"retried", b.retried}};
+              {"retried", b.retried},
+              {"collisions", b.collisions},
+              {"collision_hold", opt(b.collision_hold)}};
 }
 
 Json to_json(const connector_dlq::StoredDeadLetter& d) {

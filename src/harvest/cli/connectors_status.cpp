@@ -34,7 +34,18 @@ std::unexpected<Error> bad(std::string m) {
 }
 
 // Series read, by exposition name (counters carry their _total suffix).
-enum class Series { kLag, kInFlight, kLastPass, kStalls, kStore, kDispatched, kDead, kRetried };
+enum class Series {
+  kLag,
+  kInFlight,
+  kLastPass,
+  kStalls,
+  kStore,
+  kDispatched,
+  kDead,
+  kRetried,
+  kCollisions,
+  kHold
+};
 
 std::optional<Series> series_of(std::string_view name) {
   if (name == "harvest_connector_lag") return Series::kLag;
@@ -45,6 +56,8 @@ std::optional<Series> series_of(std::string_view name) {
   if (name == "harvest_connector_dispatched_total") return Series::kDispatched;
   if (name == "harvest_connector_dead_lettered_total") return Series::kDead;
   if (name == "harvest_connector_retried_total") return Series::kRetried;
+  if (name == "harvest_connector_coordinate_collisions_total") return Series::kCollisions;
+  if (name == "harvest_connector_collision_hold") return Series::kHold;
   return std::nullopt;
 }
 
@@ -118,6 +131,12 @@ void apply(BindingStatus& b, Series series, double v) {
       break;
     case Series::kRetried:
       b.retried += v;
+      break;
+    case Series::kCollisions:
+      b.collisions += v;
+      break;
+    case Series::kHold:
+      b.holding = b.holding || v >= 1;
       break;
   }
 }
@@ -193,6 +212,8 @@ void merge_status(std::map<std::string, BindingStatus>& into,
     b.dispatched += m.dispatched;
     b.dead_lettered += m.dead_lettered;
     b.retried += m.retried;
+    b.collisions += m.collisions;
+    b.holding = b.holding || m.holding;
     b.processes += m.processes;
   }
 }
@@ -290,6 +311,8 @@ int run_connectors_status(const ConnectorsOptions& o, bool json, std::ostream& o
                           {"dispatched", b.dispatched},
                           {"dead_lettered", b.dead_lettered},
                           {"retried", b.retried},
+                          {"collisions", b.collisions},
+                          {"holding_on_collision", b.holding},
                           {"processes", b.processes}});
     }
     out << nlohmann::json{{"bindings", bindings}}.dump() << "\n";
@@ -300,14 +323,22 @@ int run_connectors_status(const ConnectorsOptions& o, bool json, std::ostream& o
           {name, b.lag ? number(*b.lag) : "-", number(b.in_flight),
            b.last_pass ? fmt::format("{:.0f}s ago", std::max(0.0, now - *b.last_pass)) : "-",
            number(b.stalls), b.store_unavailable ? "unavailable" : "ok", number(b.dispatched),
-           number(b.dead_lettered), number(b.retried)});
+           number(b.dead_lettered), number(b.retried), number(b.collisions)});
     }
     if (rows.empty() && failures.empty()) out << "no connector bindings reported\n";
     if (!rows.empty()) {
       print_table(out,
                   {"BINDING", "LAG", "IN_FLIGHT", "LAST_PASS", "STALLS", "STORE", "DISPATCHED",
-                   "DEAD_LETTERED", "RETRIED"},
+                   "DEAD_LETTERED", "RETRIED", "COLLISIONS"},
                   rows);
+    }
+    for (const auto& [name, b] : all) {
+      if (!b.holding) continue;
+      out << fmt::format(
+          "binding '{}' HOLDS on a coordinate collision: it commits nothing past the colliding "
+          "record and takes no new message. GET /connectors (or the log) names the record and "
+          "the earlier run; give the binding a new key_incarnation and restart it\n",
+          name);
     }
   }
   int rc = 0;

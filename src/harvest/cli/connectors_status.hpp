@@ -32,6 +32,8 @@ struct BindingStatus {
   double dispatched = 0;            // harvest_connector_dispatched_total, every outcome
   double dead_lettered = 0;         // harvest_connector_dead_lettered_total, every reason
   double retried = 0;               // harvest_connector_retried_total, every reason
+  double collisions = 0;            // harvest_connector_coordinate_collisions_total
+  bool holding = false;             // harvest_connector_collision_hold == 1
   int processes = 0;                // expositions that name this binding
 };
 

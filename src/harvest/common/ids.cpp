@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <new>
 #include <random>
 
 #include <harvest/common/ids.hpp>
@@ -66,6 +67,26 @@ std::string sha256_hex(std::string_view data) {
   out.reserve(len * 2);
   for (unsigned i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
   return out;
+}
+
+int64_t digest64(std::span<const std::string_view> parts) {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (ctx == nullptr) throw std::bad_alloc();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  for (std::string_view part : parts) {
+    const uint64_t n = part.size();
+    std::array<unsigned char, 8> len{};
+    for (size_t i = 0; i < len.size(); ++i) len[i] = static_cast<unsigned char>(n >> (56 - 8 * i));
+    EVP_DigestUpdate(ctx, len.data(), len.size());
+    EVP_DigestUpdate(ctx, part.data(), part.size());
+  }
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int md_len = 0;
+  EVP_DigestFinal_ex(ctx, md.data(), &md_len);
+  EVP_MD_CTX_free(ctx);
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | md[i];
+  return static_cast<int64_t>(v);
 }
 
 namespace {

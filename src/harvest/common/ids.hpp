@@ -1,6 +1,8 @@
 // Identifiers and hashing.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,6 +21,11 @@ namespace harvest {
 
 /// Lower-case hex SHA-256 of `data`.
 [[nodiscard]] std::string sha256_hex(std::string_view data);
+/// The first 64 bits of SHA-256 over `parts`, each prefixed by its length (so
+/// no two different lists hash the same bytes), read big-endian as a signed
+/// integer (it fits a PostgreSQL bigint). Hashes the parts where they lie: no
+/// copy is made.
+[[nodiscard]] int64_t digest64(std::span<const std::string_view> parts);
 
 /// Whether `s` is well-formed UTF-8 (no overlongs, surrogates or code points
 /// past U+10FFFF).

@@ -14,6 +14,26 @@ std::string_view to_string(IdempotencyMode mode) {
   return "auto";
 }
 
+std::string_view to_string(CollisionPolicy policy) {
+  switch (policy) {
+    case CollisionPolicy::kHold:
+      return "hold";
+    case CollisionPolicy::kDeadLetter:
+      return "dead_letter";
+    case CollisionPolicy::kDispatch:
+      return "dispatch";
+  }
+  return "hold";
+}
+
+std::optional<CollisionPolicy> collision_policy_named(std::string_view name) {
+  for (auto p :
+       {CollisionPolicy::kHold, CollisionPolicy::kDeadLetter, CollisionPolicy::kDispatch}) {
+    if (to_string(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
 SourceBinding::SourceBinding(BindingKind kind, std::string name, std::string stream,
                              std::string workflow, std::string signal)
     : kind_(kind),

@@ -80,6 +80,29 @@ enum class IdempotencyMode {
 /// The mode's stable name: "auto", "broker_coordinates" or "workflow_id".
 [[nodiscard]] std::string_view to_string(IdempotencyMode mode);
 
+/// What a binding does with a coordinate collision: a message whose dedupe
+/// key (derived from its broker coordinates) is already held by a run or a
+/// signal recorded from a different record — the position was reused, as on
+/// a recreated topic or a new cluster (fingerprint.hpp). A collision is never
+/// acknowledged as a duplicate.
+enum class CollisionPolicy {
+  /// Stop: the message is not acknowledged, nothing past it is committed,
+  /// and the binding takes no new messages until it is restarted, reporting
+  /// the collision (status, log, metric). The remedy is a new
+  /// key_incarnation. The default.
+  kHold,
+  /// Dead-letter the message (reason `coordinate_collision`, raw payload
+  /// kept) and go on; a replay after key_incarnation changes starts it.
+  kDeadLetter,
+  /// Start it anyway under a key derived from its fingerprint, logged and
+  /// counted: for streams where a byte-identical collision is acceptable.
+  kDispatch,
+};
+/// The policy's stable name: "hold", "dead_letter" or "dispatch".
+[[nodiscard]] std::string_view to_string(CollisionPolicy policy);
+/// The policy named `name` ("hold", "dead_letter", "dispatch"), or nullopt.
+[[nodiscard]] std::optional<CollisionPolicy> collision_policy_named(std::string_view name);
+
 /// Limits on a broker payload decoded by `map_json`: the documented depth;
 /// size is already bounded by the broker (Kafka message.max.bytes, SQS 256 KiB).
 inline constexpr JsonLimits kBrokerJsonLimits{.max_depth = 128, .max_bytes = size_t{64} << 20};
@@ -179,9 +202,38 @@ class SourceBinding {
     start_input_from_mapper_ = true;
     return *this;
   }
-  /// Namespace rotation for cutovers (new cluster, recreated topic).
+  /// Namespace rotation for cutovers (new cluster, recreated topic): part of
+  /// every dedupe key, so a new value stops every earlier key from matching.
+  /// The build refuses an empty value (leave it unset for the default
+  /// namespace).
   SourceBinding& key_incarnation(std::string incarnation) {
     key_incarnation_ = std::move(incarnation);
+    incarnation_set_ = true;
+    return *this;
+  }
+  /// What a coordinate collision does (CollisionPolicy). Default kHold.
+  SourceBinding& on_collision(CollisionPolicy policy) {
+    collision_policy_ = policy;
+    collision_policy_name_.clear();
+    return *this;
+  }
+  /// The policy by name ("hold", "dead_letter", "dispatch"), as read from
+  /// configuration; the build refuses any other name.
+  SourceBinding& on_collision(std::string_view name) {
+    if (auto p = collision_policy_named(name)) {
+      collision_policy_ = *p;
+      collision_policy_name_.clear();
+    } else {
+      collision_policy_name_ = std::string(name);
+    }
+    return *this;
+  }
+  /// Acknowledges a deliberate move of this binding (and key incarnation)
+  /// to the Kafka cluster whose id is `cluster_id`: at start-up the cluster
+  /// recorded for the binding is replaced by it instead of refusing to start
+  /// (cluster_identity.hpp). Remove it once the cutover is done.
+  SourceBinding& cluster_cutover(std::string cluster_id) {
+    cluster_cutover_ = std::move(cluster_id);
     return *this;
   }
 
@@ -211,6 +263,16 @@ class SourceBinding {
   /// The key incarnation (default empty); part of every dedupe key, so
   /// changing it stops earlier keys from matching.
   [[nodiscard]] const std::string& incarnation() const { return key_incarnation_; }
+  /// Whether key_incarnation() was called (an explicit empty value is refused).
+  [[nodiscard]] bool incarnation_set() const { return incarnation_set_; }
+  /// The coordinate-collision policy (default kHold).
+  [[nodiscard]] CollisionPolicy collision_policy() const { return collision_policy_; }
+  /// A policy name on_collision(std::string_view) did not know; empty if none.
+  [[nodiscard]] const std::string& unknown_collision_policy() const {
+    return collision_policy_name_;
+  }
+  /// The cluster id a deliberate cutover moves to (cluster_cutover); empty if none.
+  [[nodiscard]] const std::string& cluster_cutover_id() const { return cluster_cutover_; }
   /// The input a new entity run starts with when the mapper gives none.
   [[nodiscard]] const Json& entity_start_input() const { return entity_start_input_; }
   /// Whether the mapper is declared to give every message its own start input.
@@ -242,6 +304,10 @@ class SourceBinding {
   IdempotencyMode idempotency_mode_ = IdempotencyMode::kAuto;
   engine::WorkflowIdReuse reuse_ = engine::WorkflowIdReuse::kAllowAfterClose;
   std::string key_incarnation_;
+  bool incarnation_set_ = false;
+  CollisionPolicy collision_policy_ = CollisionPolicy::kHold;
+  std::string collision_policy_name_;
+  std::string cluster_cutover_;
   Json entity_start_input_ = Json::object();
   bool start_input_from_mapper_ = false;
 };

@@ -84,6 +84,19 @@ std::vector<std::string> binding_refusals(const SourceBinding& b,
                       b.name(), b.workflow(), b.entity_start_input().dump(), *why));
     }
   }
+  if (!b.unknown_collision_policy().empty()) {
+    out.push_back(fmt::format(
+        "binding '{}' has on_collision('{}'), which is not a collision policy: use 'hold' (stop "
+        "and report), 'dead_letter' or 'dispatch'",
+        b.name(), b.unknown_collision_policy()));
+  }
+  if (b.incarnation_set() && b.incarnation().empty()) {
+    out.push_back(fmt::format(
+        "binding '{}' has an empty key_incarnation(\"\"): an incarnation names a namespace of "
+        "dedupe keys and must not be empty (a date, a cluster name or a ticket id will do); "
+        "remove the call to use the default namespace",
+        b.name()));
+  }
   if (asked == IdempotencyMode::kWorkflowId && b.kind() == BindingKind::kSignalsWithStart) {
     out.push_back(
         fmt::format("binding '{}' is signals_with_start, which always dedupes on broker "

@@ -64,14 +64,16 @@ Status PostgresDeadLetterSink::write(const DeadLetter& l) {
   auto r = (*conn)->exec(
       "INSERT INTO harvest_connector_dead_letters "
       "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
-      "coordinates_structured, record_key, headers) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb, $10::bytea, $11::jsonb) "
+      "coordinates_structured, record_key, headers, fingerprint) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb, $10::bytea, $11::jsonb, "
+      "$12::bigint) "
       "ON CONFLICT (idempotency_key) DO NOTHING",
       // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
       {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates),
        l.idempotency_key, l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts),
        bytea_hex(l.payload), structured_coordinates(l),
-       l.key ? store::Param{bytea_hex(*l.key)} : store::Param{}, stored_headers(l)});
+       l.key ? store::Param{bytea_hex(*l.key)} : store::Param{}, stored_headers(l),
+       l.fingerprint ? store::Param{std::to_string(*l.fingerprint)} : store::Param{}});
   if (!r) return fail(r.error());
   return {};
 }

@@ -56,6 +56,8 @@ struct DeadLetter {
   /// The coordinates structured (coordinates_json), stored for replay; null
   /// stores none.
   Json coordinates_structured = nullptr;
+  /// The record's fingerprint (fingerprint.hpp); unset for SQS messages.
+  std::optional<int64_t> fingerprint = std::nullopt;
 };
 
 /// Where a connector runtime records poison messages before it acks them.

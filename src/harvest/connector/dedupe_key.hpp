@@ -10,7 +10,9 @@
 // column, nor be truncated or refused by PostgreSQL.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <harvest/connector/event_source.hpp>
 #include <harvest/engine/engine.hpp>
@@ -23,6 +25,14 @@ class DedupeKey {
 
   [[nodiscard]] static DedupeKey derive(const std::string& binding, const std::string& incarnation,
                                         const Coordinates& coordinates);
+  // The key a message starts under when its coordinate key collided and the
+  // binding's policy is CollisionPolicy::kDispatch: the coordinate key's
+  // components plus the record's fingerprint, so it never equals a
+  // coordinate key and a redelivery of the same record finds it again.
+  [[nodiscard]] static DedupeKey derive_fingerprinted(const std::string& binding,
+                                                      const std::string& incarnation,
+                                                      const Coordinates& coordinates,
+                                                      int64_t fingerprint);
   // A key this binding derived earlier and recorded (a dead-letter row's
   // idempotency_key): a replay passes it back unchanged, so it dedupes
   // against the original delivery even after a key_incarnation change.
@@ -32,6 +42,8 @@ class DedupeKey {
   [[nodiscard]] const std::string& value() const { return value_; }
 
  private:
+  static DedupeKey from_components(const std::string& binding, const std::string& incarnation,
+                                   const std::vector<std::string>& parts);
   explicit DedupeKey(std::string v) : value_(std::move(v)) {}
   std::string value_;
 };

@@ -44,6 +44,10 @@ struct Message {
   /// assignment generation of the partition). Passed back unchanged on ack so
   /// the source can drop acks for partitions it no longer owns.
   uint64_t generation = 0;
+  /// The record's timestamp in Unix milliseconds, as the broker stores it
+  /// (Kafka CreateTime or LogAppendTime); unset where the broker gives none.
+  /// Part of the record's fingerprint (fingerprint.hpp).
+  std::optional<int64_t> timestamp_ms = std::nullopt;
 };
 
 /// The interface a message source implements for the connector runtime.
@@ -132,6 +136,13 @@ class EventSource {
 
   /// The logical stream name (topic, or the configured SQS stream name).
   [[nodiscard]] virtual std::string stream() const = 0;
+
+  /// The stable identity of the cluster the source reads, when it has one
+  /// and knew it at connect (Kafka: the cluster id every metadata response
+  /// carries). Recorded per binding and key incarnation, so a binding
+  /// pointed at another cluster refuses to start (cluster_identity.hpp).
+  /// Default: none (nothing to check).
+  [[nodiscard]] virtual std::optional<std::string> cluster_id() const { return std::nullopt; }
 };
 
 }  // namespace harvest::connector

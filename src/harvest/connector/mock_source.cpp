@@ -38,6 +38,11 @@ MockSource& MockSource::dead_letter_destination(std::optional<std::string> desti
   dlq_ = std::move(destination);
   return *this;
 }
+MockSource& MockSource::cluster_id(std::optional<std::string> id) {
+  std::lock_guard lock(mu_);
+  cluster_id_ = std::move(id);
+  return *this;
+}
 MockSource& MockSource::redrive_max_receives(std::optional<int> receives) {
   std::lock_guard lock(mu_);
   max_receives_ = receives;
@@ -199,6 +204,11 @@ Status MockSource::abandon(const std::vector<Message>& messages) {
 std::optional<std::string> MockSource::dead_letter_destination() const {
   std::lock_guard lock(mu_);
   return dlq_;
+}
+
+std::optional<std::string> MockSource::cluster_id() const {
+  std::lock_guard lock(mu_);
+  return cluster_id_;
 }
 
 std::optional<int> MockSource::redrive_max_receives() const {

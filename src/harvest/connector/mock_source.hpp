@@ -74,6 +74,9 @@ class MockSource final : public EventSource {
   /// The dead-letter destination reported (default none); a binding using
   /// broker_native_dead_letter() needs one.
   MockSource& dead_letter_destination(std::optional<std::string> destination);
+  /// The cluster id reported (default none: nothing to check), to play a
+  /// binding pointed at another cluster (cluster_identity.hpp).
+  MockSource& cluster_id(std::optional<std::string> id);
   /// The redrive policy's maxReceiveCount this source reports (default none).
   MockSource& redrive_max_receives(std::optional<int> receives);
   /// Whether recover() rebuilds (default true). false: recover() answers false,
@@ -122,6 +125,7 @@ class MockSource final : public EventSource {
   [[nodiscard]] Status abandon(const std::vector<Message>& messages) override;
   [[nodiscard]] bool abandon_redelivers() const override;
   [[nodiscard]] std::optional<std::string> dead_letter_destination() const override;
+  [[nodiscard]] std::optional<std::string> cluster_id() const override;
   [[nodiscard]] std::optional<int> redrive_max_receives() const override;
   [[nodiscard]] Result<bool> recover() override;
   [[nodiscard]] Result<std::optional<int64_t>> lag(
@@ -142,6 +146,7 @@ class MockSource final : public EventSource {
   std::vector<Message> acked_, abandoned_;
   std::string subscription_;
   std::optional<std::string> dlq_;
+  std::optional<std::string> cluster_id_;
   std::optional<int> max_receives_;
   bool recoverable_ = true;
   bool fail_acks_ = false;

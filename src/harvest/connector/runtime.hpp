@@ -31,6 +31,15 @@
 // harvest.connector.store_unavailable gauge. Redelivering sources (SQS) hold
 // nothing: their broker hands the messages back after the visibility timeout.
 //
+// Coordinate collisions. A message whose coordinate key is already held by
+// a run (or signal) recorded from a different record (fingerprint.hpp) is
+// never acknowledged as a duplicate: the binding's CollisionPolicy decides.
+// With kHold the message stays unacknowledged, the binding stops taking new
+// messages (lag keeps being sampled; replays keep running) and reports the
+// collision until it is restarted — under a new key_incarnation — and every
+// collision is counted (harvest.connector.coordinate_collisions) and shown
+// in status().
+//
 // Threads: `run`/`run_once` on the caller's thread (the consumer thread);
 // `max_in_flight` mapping threads (DispatchPool); one lag-sampler thread.
 // Not reentrant: one consumer thread at a time. Times come from
@@ -43,6 +52,7 @@
 #include <expected>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -118,6 +128,10 @@ struct PassSummary {
   size_t retried = 0;        ///< left unacked for redelivery
   size_t dead_lettered = 0;  ///< recorded as poison (sink row + ack, or handed to the broker)
   size_t held = 0;           ///< of `retried`: kept to dispatch again once the store answers
+  /// Held on a coordinate collision (CollisionPolicy::kHold): neither acked
+  /// nor retried, and the binding holds. (Dead-lettered collisions count in
+  /// `dead_lettered`, re-dispatched ones in `acked`.)
+  size_t collisions = 0;
   /// The store could not be reached: intake is paused until a probe succeeds
   /// (`run` waits `store_probe_delay()` before the next pass).
   bool store_unavailable = false;
@@ -155,6 +169,10 @@ struct BindingStatus {
   uint64_t dispatched = 0;      ///< acked after a durable start or signal
   uint64_t dead_lettered = 0;   ///< recorded as poison
   uint64_t retried = 0;         ///< left for redelivery
+  uint64_t collisions = 0;      ///< coordinate collisions met (any policy)
+  /// Set while the binding holds on a coordinate collision
+  /// (CollisionPolicy::kHold): what happened and what to do, ready to show.
+  std::optional<std::string> collision_hold;
 };
 
 /// Why a pass failed (ConnectorError::kind).
@@ -209,11 +227,15 @@ class ConnectorRuntime {
   /// Replays up to `replay_batch` dead letters marked for this binding: each
   /// stored payload goes through the binding's mapper and start path under
   /// the row's original dedupe key (so at most one execution ever results),
-  /// and the row records the outcome. A mapping rejection or a refused start
-  /// is recorded as dead_lettered with the new reason, at once (no strikes:
-  /// the operator asked for this one attempt); a transient failure leaves the
-  /// row marked. The payload is replayed with its coordinates; the record key
-  /// and headers are not stored, so the mapper sees none. Called by run_once
+  /// and the row records the outcome. A row dead-lettered as a
+  /// `coordinate_collision` is the exception: it starts under its key in the
+  /// binding's current key_incarnation, and is refused (recorded with the
+  /// reason) while that is still the incarnation it collided under. A mapping
+  /// rejection or a refused start is recorded as dead_lettered with the new
+  /// reason, at once (no strikes: the operator asked for this one attempt); a
+  /// transient failure leaves the row marked. The mapper sees the stored
+  /// payload, record key and headers with the original coordinates (rows
+  /// written before the key and headers were kept carry none). Called by run_once
   /// when replay_poll_interval has passed; callable directly (tests,
   /// operators' tools) from the consumer thread.
   [[nodiscard]] Result<ReplaySummary> replay_requested();
@@ -245,6 +267,9 @@ class ConnectorRuntime {
   [[nodiscard]] std::chrono::milliseconds store_probe_delay() const;
   /// Messages held for dispatch once the store answers again.
   [[nodiscard]] size_t held() const;
+  /// The collision the binding holds on (CollisionPolicy::kHold), if any:
+  /// names the binding, the coordinates, the earlier run and the remedy.
+  [[nodiscard]] std::optional<std::string> collision_hold() const;
   /// Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
   [[nodiscard]] uint64_t recoveries() const { return live_->rebuilds.load(); }
   /// The binding's live state. Thread-safe: any thread (an HTTP handler)
@@ -254,11 +279,14 @@ class ConnectorRuntime {
  private:
   /// kHold: the store is unreachable — not the message's fault; the message
   /// is held (positional) or left to the broker, and intake pauses.
-  enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry, kHold };
+  /// kCollisionHold: a coordinate collision under CollisionPolicy::kHold —
+  /// the message stays unacked and unsettled, and intake stops.
+  enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry, kHold, kCollisionHold };
   struct Dispatched {
     Verdict verdict = Verdict::kRetry;
     std::string reason;       ///< metric label: outcome, dead-letter or retry reason
     bool fast_retry = false;  ///< hand back now (poison path), not at the broker's pace
+    std::string detail = {};  ///< kCollisionHold: the report, ready to show
   };
   /// One message between the map and the commit phase (runtime_mapped.hpp).
   struct Mapped;
@@ -272,12 +300,36 @@ class ConnectorRuntime {
   struct Committed {
     std::string outcome;  ///< dispatched | idempotent_replay | deferred
     std::optional<std::string> execution_id;
+    /// The key is held by `execution_id`, recorded from another record.
+    bool collision = false;
+    /// Not committed: another message of the group collided (kHold).
+    bool withheld = false;
   };
   std::vector<Result<Committed>> commit_to_engine(std::vector<Mapped*>& group);
+  /// CollisionPolicy::kHold: commits `group` so that nothing at or past a
+  /// colliding message of a partition is started — a group in which a
+  /// message collides commits nothing, and is committed again without the
+  /// collisions and what follows them on their partitions (held_from_).
+  /// Indices in the answer are positions in `group`; an unset entry is held.
+  std::vector<std::optional<Result<Committed>>> commit_holding(const std::vector<Message>& messages,
+                                                               std::vector<Mapped>& mapped,
+                                                               const std::vector<size_t>& group);
+  /// Whether `m` sits at or past a collision this runtime holds on.
+  bool behind_held_collision(const Message& m);
   Dispatched settle_outcome(const Message& m, const Mapped& mapped,
                             const Result<Committed>& outcome);
   Dispatched poison(const Message& m, const std::string& key, const std::string& reason,
                     const std::string& detail, int attempts);
+  /// A coordinate collision met by `m`, whose key `execution_id` holds: what
+  /// the binding's CollisionPolicy makes of it (kDispatch is handled in
+  /// commit_group, which starts it again under a fingerprinted key).
+  Dispatched collided(const Message& m, const Mapped& mapped, const Committed& earlier);
+  /// CollisionPolicy::kDispatch: every message of `group` whose outcome is a
+  /// collision is mapped again and started under a key derived from its
+  /// fingerprint; its outcome is replaced by that start's.
+  void redispatch_collided(const std::vector<Message>& messages, std::vector<Mapped>& mapped,
+                           const std::vector<size_t>& group,
+                           std::vector<Result<Committed>>& outcomes);
   void dispatch(const std::vector<Message>& messages,
                 const std::vector<std::optional<Ticket>>& tickets, PassSummary& summary);
   /// Tickets `messages` (positional sources) and dispatches them.
@@ -326,6 +378,9 @@ class ConnectorRuntime {
     std::atomic<uint64_t> dispatched{0};
     std::atomic<uint64_t> dead_lettered{0};
     std::atomic<uint64_t> retried{0};
+    std::atomic<uint64_t> collisions{0};
+    mutable std::mutex hold_mu;
+    std::optional<std::string> collision_hold;  ///< guarded by hold_mu
   };
   std::unique_ptr<Live> live_;
   std::string subscription_;
@@ -341,6 +396,10 @@ class ConnectorRuntime {
     std::chrono::milliseconds backoff;
   };
   std::map<PartitionKey, int64_t> committed_;
+  /// kHold: per partition, the lowest offset met a collision at; nothing at
+  /// or past it is started by this runtime. Written by the commit lanes.
+  std::mutex held_mu_;
+  std::map<PartitionKey, int64_t> held_from_;
   std::map<PartitionKey, Rebuilt> rebuilt_;
   /// Messages in a group commit at once; groups are sized so that lanes ×
   /// group size ≤ max_in_flight (CON-19).

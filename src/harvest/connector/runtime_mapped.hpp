@@ -16,6 +16,8 @@ namespace harvest::connector {
 struct ConnectorRuntime::Mapped {
   std::optional<Dispatched> verdict;  ///< decided by mapping (poison, rejected)
   std::optional<DedupeKey> key;       ///< the dedupe key (CON-8)
+  /// The record's fingerprint (fingerprint.hpp), stored with a coordinate key.
+  std::optional<int64_t> fingerprint;
   MappedMessage message;
   std::string ref;                    ///< rendered coordinates, the start's source_ref
   std::optional<TraceContext> trace;  ///< the producer's, from the message's headers

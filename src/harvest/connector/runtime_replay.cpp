@@ -33,6 +33,9 @@ Result<Coordinates> stored_coordinates(const connector_dlq::StoredDeadLetter& ro
   return coordinates_from_json(*json);
 }
 
+// The dead-letter reason of a coordinate collision (CollisionPolicy::kDeadLetter).
+constexpr std::string_view kCollisionReason = "coordinate_collision";
+
 }  // namespace
 
 ConnectorRuntime& ConnectorRuntime::with_replay_store(
@@ -90,7 +93,16 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
           mapped.detail);
     } else {
       Mapped one;
-      one.key = DedupeKey::recorded(row.idempotency_key);
+      // A collided record starts under its coordinate key in the binding's
+      // current namespace, with its fingerprint: while another record holds
+      // that key (the namespace was not rotated) it collides again and is
+      // refused below. Any other replay keeps its original key, so it
+      // dedupes against that delivery.
+      const bool collided_row = row.reason == kCollisionReason;
+      one.key = collided_row
+                    ? DedupeKey::derive(binding_->name(), binding_->incarnation(), m.coordinates)
+                    : DedupeKey::recorded(row.idempotency_key);
+      if (collided_row) one.fingerprint = row.fingerprint;
       one.message = std::move(mapped.mapped);
       one.ref = row.coordinates;
       one.started = config_.clock->now();
@@ -108,6 +120,13 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
         }
         outcome = ReplayOutcome::kDeadLettered;
         detail = fmt::format("start_rejected: {}", c.error().message);
+      } else if (c->collision || c->withheld) {
+        outcome = ReplayOutcome::kDeadLettered;
+        detail = fmt::format(
+            "{}: in binding '{}''s current key_incarnation its key is still held by run {}, "
+            "recorded from a different record; give the binding a new key_incarnation, restart "
+            "it and replay again",
+            kCollisionReason, binding_->name(), c->execution_id.value_or("(unknown)"));
       } else if (c->outcome == "idempotent_replay") {
         outcome = ReplayOutcome::kExisting;
         execution_id = c->execution_id;

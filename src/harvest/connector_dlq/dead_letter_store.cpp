@@ -28,7 +28,7 @@ std::string columns() {
       "id::text AS id, binding, stream, coordinates, coordinates_structured::text AS "
       "coordinates_structured, idempotency_key, reason, detail, attempts, "
       "encode(payload, 'hex') AS payload_hex, encode(record_key, 'hex') AS key_hex, "
-      "headers::text AS headers, "
+      "headers::text AS headers, fingerprint, "
       "to_char(failed_at AT TIME ZONE 'UTC', {0}) AS failed, "
       "to_char(replay_requested_at AT TIME ZONE 'UTC', {0}) AS requested, replay_requested_by, "
       "to_char(replayed_at AT TIME ZONE 'UTC', {0}) AS replayed, replay_outcome, replay_detail, "
@@ -71,6 +71,7 @@ std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
         .payload = from_hex(r.get(i, "payload_hex")),
         .key = std::nullopt,
         .headers = {},
+        .fingerprint = std::nullopt,
         .replay_requested_at = r.get_opt(i, "requested"),
         .replay_requested_by = r.get_opt(i, "replay_requested_by"),
         .replayed_at = r.get_opt(i, "replayed"),
@@ -80,6 +81,7 @@ std::vector<StoredDeadLetter> rows_of(const store::PgResult& r) {
     });
     StoredDeadLetter& d = out.back();
     if (auto key = r.get_opt(i, "key_hex")) d.key = from_hex(*key);
+    if (auto fp = r.get_opt(i, "fingerprint")) d.fingerprint = std::stoll(*fp);
     if (auto headers = r.get_opt(i, "headers")) {
       // Written by the sink (connector/dead_letter.cpp); a row edited by
       // hand into another shape shows no headers rather than failing.

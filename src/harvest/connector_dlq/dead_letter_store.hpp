@@ -92,6 +92,8 @@ struct StoredDeadLetter {
   // carried; unset / empty for rows written before they were stored.
   std::optional<std::string> key;
   std::vector<std::pair<std::string, std::string>> headers;
+  // The record's fingerprint (Kafka); unset for SQS and for older rows.
+  std::optional<int64_t> fingerprint;
   // Replay bookkeeping; unset until requested / replayed.
   std::optional<std::string> replay_requested_at;
   std::optional<std::string> replay_requested_by;

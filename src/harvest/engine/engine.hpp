@@ -45,6 +45,8 @@ namespace harvest::engine::internal {
 class ConnectorStarts;  // the connector's derived-key path (connector_starts.hpp)
 struct DerivedStart;
 struct DerivedSignalWithStart;
+template <typename Outcome>
+struct Derived;
 }  // namespace harvest::engine::internal
 
 namespace harvest::engine {
@@ -233,24 +235,29 @@ class Engine {
 
   // start.cpp
   [[nodiscard]] Result<PreparedStart> prepare_start(const StartRequest& request) const;
-  std::vector<Result<StartOutcome>> start_prepared(std::vector<Result<PreparedStart>> prepared);
+  std::vector<Result<StartOutcome>> start_prepared(std::vector<Result<PreparedStart>>& prepared,
+                                                   bool refuse_collisions = false);
   void start_immediate_on(size_t shard, std::vector<PreparedStart*>& items,
-                          std::vector<Result<StartOutcome>*>& outcomes);
+                          std::vector<Result<StartOutcome>*>& outcomes, bool refuse_collisions);
   // signal.cpp
   [[nodiscard]] Result<PreparedSignal> prepare_signal_with_start(
       const SignalWithStartRequest& request) const;
   std::vector<Result<SignalWithStartOutcome>> signal_with_start_prepared(
-      std::vector<Result<PreparedSignal>> prepared);
+      std::vector<Result<PreparedSignal>> prepared, bool refuse_collisions = false,
+      std::vector<uint8_t>* marks = nullptr);
+  // What signal_with_start_prepared marks an item with, when asked.
+  static constexpr uint8_t kMarkCollision = 1;  // its key came from another record
+  static constexpr uint8_t kMarkWithheld = 2;   // not committed: another item collided
   void record_start(const std::string& workflow, const Result<StartOutcome>& r);
   // The shard holding `execution_id`, found by asking each in turn.
   Result<std::optional<size_t>> locate(const std::string& execution_id);
   Result<int> fire_deferred_on(size_t shard);
   // start.cpp and signal.cpp, for internal::ConnectorStarts: the batch calls
   // with each request's key replaced by its derived `conn:` key.
-  std::vector<Result<StartOutcome>> start_batch_derived(
-      std::vector<internal::DerivedStart> requests);
-  std::vector<Result<SignalWithStartOutcome>> signal_with_start_batch_derived(
-      std::vector<internal::DerivedSignalWithStart> requests);
+  std::vector<Result<internal::Derived<StartOutcome>>> start_batch_derived(
+      std::vector<internal::DerivedStart> requests, bool refuse_collisions);
+  std::vector<Result<internal::Derived<SignalWithStartOutcome>>> signal_with_start_batch_derived(
+      std::vector<internal::DerivedSignalWithStart> requests, bool refuse_collisions);
   // steer.cpp
   Result<StopOutcome> stop(const StopRequest& request, bool terminate);
   Result<BulkStopOutcome> stop_where(const StopFilter& filter, const std::string& reason,

@@ -93,12 +93,21 @@ struct NewExecution {
   std::optional<TraceContext> trace;
   int max_attempts = 3;
   std::optional<std::string> concurrency_key;  // ENG-19, for a keyed workflow
+  // The fingerprint of the broker record a coordinate key was derived from
+  // (connector/fingerprint.hpp): stored with the key, compared on a key hit.
+  std::optional<int64_t> fingerprint;
 };
 
 // What became of one start of a batch.
 struct StoredStart {
   bool started = false;      // this start created `execution_id`
   std::string execution_id;  // the created one, or the one it resolved to (replay)
+  // The key resolved to a run recorded from a record with another
+  // fingerprint: a coordinate collision, not a redelivery.
+  bool collision = false;
+  // Not committed: the batch was refused because another item collided
+  // (refuse_collisions); commit it again without the collisions.
+  bool withheld = false;
 };
 
 // One signal-with-start of a batch (the entity pattern).
@@ -108,7 +117,8 @@ struct NewEntitySignal {
   std::string signal;
   Json payload;
   std::optional<std::string> signal_key;
-  bool reuse_after_close = true;  // a closed current run is followed by a new run
+  bool reuse_after_close = true;              // a closed current run is followed by a new run
+  std::optional<int64_t> signal_fingerprint;  // of the broker record, beside signal_key
 };
 
 struct StoredEntitySignal {
@@ -120,6 +130,10 @@ struct StoredEntitySignal {
   // staged. (The caller decides: refuse, or start a new run.)
   std::optional<std::string> closed_status;
   bool missing = false;  // no run exists and none could be started (invalid input)
+  // duplicate_signal, but the key was staged from a record with another
+  // fingerprint: a coordinate collision, not a redelivery.
+  bool collision = false;
+  bool withheld = false;  // as StoredStart::withheld
 };
 
 // A lease: the execution and this claim's token.
@@ -199,9 +213,14 @@ class ExecutionStore {
   // resolve to the first item's outcome. The outer error is the batch's (nothing was written); an
   // inner error belongs to its item alone. `window`: how long a key's claim lasts. `notify`: also
   // NOTIFY harvest_work (kWorkChannel) in the same transaction, so other processes' workers wake as
-  // it commits.
+  // it commits. `refuse_collisions`: a batch in which any item meets a
+  // coordinate collision (its key held by a run recorded from another
+  // record) commits nothing; a second, rolled-back round trip then finds
+  // which items collided (`collision`, with the run holding the key) and
+  // marks every other item `withheld`. Costs nothing while no item collides.
   [[nodiscard]] Result<std::vector<Result<StoredStart>>> start_batch(
-      std::span<const NewExecution> items, std::chrono::seconds window, bool notify);
+      std::span<const NewExecution> items, std::chrono::seconds window, bool notify,
+      bool refuse_collisions = false);
   // Inserts one execution row (no claim, no event), inside
   // whatever transaction the connection is in. std::nullopt: its workflow_id
   // already names a run.
@@ -212,9 +231,9 @@ class ExecutionStore {
   // the runs that do not exist, locks every target run, stages the signals in
   // batch order (so `harvest_signals.id` order is batch order per run) and
   // wakes runs that wait. Targets that are closed get nothing staged.
-  // `notify` as for start_batch.
+  // `notify` and `refuse_collisions` as for start_batch.
   [[nodiscard]] Result<std::vector<StoredEntitySignal>> signal_with_start_batch(
-      std::span<const NewEntitySignal> items, bool notify);
+      std::span<const NewEntitySignal> items, bool notify, bool refuse_collisions = false);
 
   // ---- signals to existing runs (execution_store_starts.cpp) ---------------
 
@@ -394,6 +413,16 @@ class ExecutionStore {
   [[nodiscard]] Result<long long> purge_expired_claims();
 
  private:
+  // One attempt of start_batch / signal_with_start_batch: `refuse` makes a
+  // colliding item fail the whole pipeline (kCollisionRefused in its
+  // detail); `dry_run` runs it in a transaction that is rolled back.
+  Result<std::vector<Result<StoredStart>>> start_batch_round(std::span<const NewExecution> items,
+                                                             std::chrono::seconds window,
+                                                             bool notify, bool refuse,
+                                                             bool dry_run);
+  Result<std::vector<StoredEntitySignal>> signal_batch_round(std::span<const NewEntitySignal> items,
+                                                             bool notify, bool refuse,
+                                                             bool dry_run);
   // `{...}` SQL array literal of text values (quoted and escaped).
   static std::string text_array(const std::vector<std::string>& values);
 

@@ -9,7 +9,23 @@
 
 namespace harvest::engine {
 
+// The text a refused batch's error carries (refuse_collisions).
+#define HARVEST_COLLISION_REFUSED "harvest: coordinate collision"
+
 namespace {
+
+bool collision_refused(const Error& e) {
+  return e.detail.find(HARVEST_COLLISION_REFUSED) != std::string::npos;
+}
+
+// The statements of one round, wrapped in a transaction that is rolled back
+// when `dry_run`; returns the offset of the caller's first statement.
+size_t wrap(std::vector<store::Statement>& statements, bool dry_run) {
+  if (!dry_run) return 0;
+  statements.insert(statements.begin(), store::Statement{"BEGIN", {}});
+  statements.push_back({"ROLLBACK", {}});
+  return 1;
+}
 
 // The batch travels as one json parameter, unpacked by json_to_recordset:
 // one round trip whatever its size, and no array-literal escaping. A run's
@@ -24,9 +40,13 @@ namespace {
 // planned as a hashed subplan, which reads the whole index once per batch).
 constexpr const char* kItemColumns =
     "ord int, wf text, wid text, key text, id uuid, input json, source text, ref text, "
-    "max_attempts int, trace jsonb, ckey text";
+    "max_attempts int, trace jsonb, ckey text, fp bigint";
 
-constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid";
+constexpr const char* kKeyColumns = "ord int, wf text, wid text, key text, id uuid, fp bigint";
+
+Json fingerprint_json(const std::optional<int64_t>& fp) {
+  return fp ? Json(*fp) : Json(nullptr);
+}
 
 // A batch's one parameter. Callers validate every item first; a value that
 // still cannot be serialised (a string that is not UTF-8) refuses the batch
@@ -50,12 +70,14 @@ Json item_json(size_t ord, const NewExecution& e) {
               {"ref", e.source_ref ? Json(*e.source_ref) : Json(nullptr)},
               {"max_attempts", std::max(1, e.max_attempts)},
               {"trace", e.trace ? to_json(*e.trace) : Json(nullptr)},
-              {"ckey", e.concurrency_key ? Json(*e.concurrency_key) : Json(nullptr)}};
+              {"ckey", e.concurrency_key ? Json(*e.concurrency_key) : Json(nullptr)},
+              {"fp", fingerprint_json(e.fingerprint)}};
 }
 
 // Creates the executions whose key and workflow_id no run holds: one row
-// each, carrying its key's claim (no event: history shows WorkflowStarted
-// from the row); returns the ids created. A key still claimed by a v1 claim
+// each, carrying its key's claim and the fingerprint of the record the key
+// came from (no event: history shows WorkflowStarted from the row); returns
+// the ids created. A key still claimed by a v1 claim
 // row (harvest_start_claims, migration 0013) is held too. Inserts are ordered
 // (by workflow_id then batch position, keyless-id items by key) so that
 // concurrent batches take index locks in one order, and the earliest item of
@@ -64,9 +86,11 @@ constexpr const char* kStartBatch =
     "WITH items AS (SELECT * FROM json_to_recordset($1::json) AS t({cols}) LIMIT $3), "
     "inserted AS (INSERT INTO harvest_workflow_executions "
     "  (id, workflow_name, workflow_id, status, input, start_source, start_source_ref, "
-    "  max_attempts, start_trace, concurrency_key, idempotency_key, key_expires_at) "
+    "  max_attempts, start_trace, concurrency_key, idempotency_key, key_expires_at, "
+    "  key_fingerprint) "
     "  SELECT id, wf, wid, 'pending', input, source, ref, max_attempts, trace, ckey, key, "
-    "  CASE WHEN key IS NOT NULL THEN now() + $2 * interval '1 second' END FROM items i "
+    "  CASE WHEN key IS NOT NULL THEN now() + $2 * interval '1 second' END, "
+    "  CASE WHEN key IS NOT NULL THEN fp END FROM items i "
     "  WHERE i.key IS NULL OR (SELECT true FROM harvest_start_claims c "
     "   WHERE c.workflow_name = i.wf AND c.idempotency_key = i.key AND c.expires_at > now()) "
     "   IS NULL "
@@ -78,7 +102,16 @@ constexpr const char* kStartBatch =
 // execution — its own if it created it, else the run holding its key, else
 // the run its workflow_id names — and whether its key is held by a run whose
 // window has lapsed (`lapsed`: the key is released and the item tried again).
+// `collided`: the item did not create its run, and the live run holding its
+// key was recorded from a record with another fingerprint. Only a key hit
+// pays for that probe; a run with no fingerprint (older rows, keys not
+// derived from a record) never collides.
+// With `refuse` ($3), a collided item raises an error, so the batch's
+// transaction commits nothing (kCollisionRefused names it); the CASE is
+// evaluated per row, so nothing is raised while no item collides.
 constexpr const char* kResolveBatch =
+    "SELECT r.*, CASE WHEN $3::bool AND r.collided THEN ('" HARVEST_COLLISION_REFUSED
+    " at item ' || r.ord)::int END AS refused FROM ("
     "WITH items AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t({cols}) LIMIT $2), "
     // An item whose own execution now exists created it in this batch (ids
     // are fresh): it resolves to itself, with one probe and no key lookup.
@@ -94,8 +127,11 @@ constexpr const char* kResolveBatch =
     "  END::text AS execution_id, "
     "  (NOT i.created AND i.key IS NOT NULL AND (SELECT true "
     "   FROM harvest_workflow_executions e WHERE e.workflow_name = i.wf "
-    "   AND e.idempotency_key = i.key AND e.key_expires_at <= now()) IS NOT NULL) AS lapsed "
-    "FROM own i ORDER BY i.ord";
+    "   AND e.idempotency_key = i.key AND e.key_expires_at <= now()) IS NOT NULL) AS lapsed, "
+    "  (NOT i.created AND i.key IS NOT NULL AND i.fp IS NOT NULL AND (SELECT e.key_fingerprint "
+    "   <> i.fp FROM harvest_workflow_executions e WHERE e.workflow_name = i.wf "
+    "   AND e.idempotency_key = i.key AND e.key_expires_at > now())) IS TRUE AS collided "
+    "FROM own i) r ORDER BY r.ord";
 
 // Releases keys whose window has lapsed from the runs that hold them, so a
 // start can claim them (rare: a key reused after its window).
@@ -119,7 +155,26 @@ constexpr const char* kInsertOne =
 }  // namespace
 
 Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
-    std::span<const NewExecution> items, std::chrono::seconds window, bool notify) {
+    std::span<const NewExecution> items, std::chrono::seconds window, bool notify,
+    bool refuse_collisions) {
+  auto out = start_batch_round(items, window, notify, refuse_collisions, false);
+  if (out || !refuse_collisions || !collision_refused(out.error())) return out;
+  // Nothing was committed: find which items collided, committing nothing.
+  auto seen = start_batch_round(items, window, false, false, true);
+  if (!seen) return fail(seen.error());
+  for (auto& s : *seen) {
+    if (s && s->collision) {
+      s->started = false;
+    } else {
+      s = StoredStart{.withheld = true};
+    }
+  }
+  return seen;
+}
+
+Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch_round(
+    std::span<const NewExecution> items, std::chrono::seconds window, bool notify, bool refuse,
+    bool dry_run) {
   // The first item of each (workflow, key) goes to the database; repeats
   // resolve to whatever it resolved to.
   std::map<std::pair<std::string, std::string>, size_t> first_of_key;
@@ -138,6 +193,7 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
     pending.push_back(i);
   }
   std::vector<std::optional<std::string>> execution_of(items.size());
+  std::vector<bool> collided(items.size(), false);
   std::set<std::string> created;
   // A second pass only for keys held by a run whose window lapsed: it
   // releases them and tries those items again, in one transaction.
@@ -152,7 +208,8 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
                {"wf", items[i].workflow},
                {"wid", items[i].workflow_id ? Json(*items[i].workflow_id) : Json()},
                {"key", items[i].idempotency_key ? Json(*items[i].idempotency_key) : Json()},
-               {"id", items[i].id}});
+               {"id", items[i].id},
+               {"fp", fingerprint_json(items[i].fingerprint)}});
       if (pass > 0) {
         lapsed_keys.push_back(Json{{"wf", items[i].workflow}, {"key", *items[i].idempotency_key}});
       }
@@ -174,19 +231,21 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
                           true,
                           true});
     statements.push_back({fmt::format(kResolveBatch, fmt::arg("cols", kKeyColumns)),
-                          {*keys_param, count},
+                          {*keys_param, count, refuse ? "true" : "false"},
                           true,
                           true});
     if (notify) statements.push_back({kNotify, {}});
+    const size_t at = wrap(statements, dry_run) + first;
     auto results = conn_.exec_pipeline(statements);
     if (!results) return fail(results.error());
-    const store::PgResult& inserted = (*results)[first];
-    const store::PgResult& resolved = (*results)[first + 1];
+    const store::PgResult& inserted = (*results)[at];
+    const store::PgResult& resolved = (*results)[at + 1];
     for (int r = 0; r < inserted.rows(); ++r) created.insert(inserted.get(r, 0));
     std::vector<size_t> lapsed;
     for (int r = 0; r < resolved.rows(); ++r) {
       const auto ord = static_cast<size_t>(resolved.get_int(r, "ord"));
       execution_of[ord] = resolved.get_opt(r, "execution_id");
+      collided[ord] = resolved.get_bool(r, "collided");
       if (resolved.get_bool(r, "lapsed")) lapsed.push_back(ord);
     }
     pending = std::move(lapsed);
@@ -205,7 +264,12 @@ Result<std::vector<Result<StoredStart>>> ExecutionStore::start_batch(
       continue;
     }
     const bool started = first == i && *id == items[i].id && created.contains(*id);
-    out.push_back(StoredStart{started, *id});
+    // A repeat of a key within the batch collides when the first item did,
+    // or when the two came from different records.
+    const auto& fp = items[i].fingerprint;
+    const auto& first_fp = items[first].fingerprint;
+    const bool collision = collided[first] || (fp && first_fp && *fp != *first_fp);
+    out.push_back(StoredStart{started, *id, collision});
   }
   return out;
 }
@@ -236,7 +300,8 @@ namespace {
 
 constexpr const char* kEntityColumns =
     "ord int, wf text, wid text, id uuid, input json, source text, ref text, max_attempts int, "
-    "trace jsonb, startable bool, signal text, payload jsonb, key text, reuse bool, ckey text";
+    "trace jsonb, startable bool, signal text, payload jsonb, key text, reuse bool, ckey text, "
+    "fp bigint";
 
 // `i`'s signal key was delivered to some run of its workflow id (the dedupe
 // spans the runs of an entity).
@@ -284,8 +349,10 @@ constexpr const char* kEntitySignal =
     "  FROM harvest_workflow_executions e "
     "  WHERE (e.workflow_name, e.workflow_id) IN (SELECT wf, wid FROM items) AND NOT e.superseded "
     "  ORDER BY e.id FOR NO KEY UPDATE), "
-    "staged AS (INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key) "
-    "  SELECT t.id, i.signal, i.payload, i.key FROM items i JOIN targets t "
+    "staged AS (INSERT INTO harvest_signals (execution_id, name, payload, idempotency_key, "
+    "  fingerprint) "
+    "  SELECT t.id, i.signal, i.payload, i.key, CASE WHEN i.key IS NOT NULL THEN i.fp END "
+    "  FROM items i JOIN targets t "
     "  ON t.workflow_name = i.wf AND t.workflow_id = i.wid "
     "  WHERE t.status NOT IN " HARVEST_CLOSED_STATUSES
     " "
@@ -301,14 +368,24 @@ constexpr const char* kEntitySignal =
     "  run_after = CASE WHEN e.status = 'waiting' THEN now() ELSE e.run_after END "
     "  FROM (SELECT execution_id, count(*) AS staged FROM staged GROUP BY execution_id) n "
     "  WHERE e.id = n.execution_id) "
-    "SELECT i.ord, t.id::text AS id, t.status, t.run_no, "
-    "  " HARVEST_DELIVERED_BEFORE
-    " AS existed, "
+    // `existed`: the key was delivered before (HARVEST_DELIVERED_BEFORE, read
+    // through the lateral `d` so its fingerprint comes with it); `collided`:
+    // from a record with another fingerprint.
+    // With `refuse` ($3), a collided item raises (as kResolveBatch does).
+    "SELECT i.ord, t.id::text AS id, t.status, t.run_no, d.delivered IS NOT NULL AS existed, "
+    "  (i.fp IS NOT NULL AND d.fingerprint IS NOT NULL AND d.fingerprint <> i.fp) AS collided, "
+    "  CASE WHEN $3::bool AND i.fp IS NOT NULL AND d.fingerprint <> i.fp THEN "
+    "('" HARVEST_COLLISION_REFUSED
+    " at item ' || i.ord)::int END AS refused, "
     "  (i.key IS NOT NULL AND EXISTS (SELECT 1 FROM staged s "
     "   WHERE s.execution_id = t.id AND s.idempotency_key = i.key)) AS staged, "
     "  (NOT i.startable AND EXISTS (SELECT 1 FROM items c WHERE c.id = t.id AND c.ord > i.ord)) "
     "   AS before_start "
     "FROM items i LEFT JOIN targets t ON t.workflow_name = i.wf AND t.workflow_id = i.wid "
+    "LEFT JOIN LATERAL (SELECT true AS delivered, s.fingerprint FROM harvest_signals s "
+    "  JOIN harvest_workflow_executions x ON x.id = s.execution_id WHERE i.key IS NOT NULL "
+    "  AND x.workflow_name = i.wf AND x.workflow_id = i.wid AND s.idempotency_key = i.key "
+    "  LIMIT 1) d ON true "
     "ORDER BY i.ord";
 
 #undef HARVEST_DELIVERED_BEFORE
@@ -316,7 +393,19 @@ constexpr const char* kEntitySignal =
 }  // namespace
 
 Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
-    std::span<const NewEntitySignal> items, bool notify) {
+    std::span<const NewEntitySignal> items, bool notify, bool refuse_collisions) {
+  auto out = signal_batch_round(items, notify, refuse_collisions, false);
+  if (out || !refuse_collisions || !collision_refused(out.error())) return out;
+  auto seen = signal_batch_round(items, false, false, true);
+  if (!seen) return fail(seen.error());
+  for (auto& s : *seen) {
+    if (!s.collision) s = StoredEntitySignal{.withheld = true};
+  }
+  return seen;
+}
+
+Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_batch_round(
+    std::span<const NewEntitySignal> items, bool notify, bool refuse, bool dry_run) {
   Json batch = Json::array();
   for (size_t i = 0; i < items.size(); ++i) {
     Json j = item_json(i, items[i].start);
@@ -325,6 +414,7 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
     j["payload"] = items[i].payload;
     j["key"] = items[i].signal_key ? Json(*items[i].signal_key) : Json(nullptr);
     j["reuse"] = items[i].reuse_after_close;
+    j["fp"] = fingerprint_json(items[i].signal_fingerprint);
     batch.push_back(std::move(j));
   }
   auto dumped = dump_batch(batch);
@@ -334,13 +424,19 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
   std::vector<store::Statement> statements{
       {fmt::format(kEntitySupersede, fmt::arg("cols", kEntityColumns)), {param, count}, true, true},
       {fmt::format(kEntityStart, fmt::arg("cols", kEntityColumns)), {param, count}, true, true},
-      {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)), {param, count}, true, true}};
+      {fmt::format(kEntitySignal, fmt::arg("cols", kEntityColumns)),
+       {param, count, refuse ? "true" : "false"},
+       true,
+       true}};
   if (notify) statements.push_back({kNotify, {}});
+  const size_t at = wrap(statements, dry_run);
   auto results = conn_.exec_pipeline(statements);
   if (!results) return fail(results.error());
   std::set<std::string> created;
-  for (int r = 0; r < (*results)[1].rows(); ++r) created.insert((*results)[1].get(r, 0));
-  const store::PgResult& rows = (*results)[2];
+  for (int r = 0; r < (*results)[at + 1].rows(); ++r) {
+    created.insert((*results)[at + 1].get(r, 0));
+  }
+  const store::PgResult& rows = (*results)[at + 2];
   std::vector<StoredEntitySignal> out(items.size());
   // Keyed repeats within one batch: the first staged it, the rest are
   // duplicates even though the row did not exist before the statement.
@@ -363,6 +459,7 @@ Result<std::vector<StoredEntitySignal>> ExecutionStore::signal_with_start_batch(
     const bool repeat_in_batch = key && !seen_keys.insert({*id, *key}).second;
     if (existed || repeat_in_batch) {
       s.duplicate_signal = true;
+      s.collision = existed && rows.get_bool(r, "collided");
     } else if (is_closed_status(status)) {
       s.closed_status = status;
     } else if (key && !staged) {

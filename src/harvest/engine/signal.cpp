@@ -176,13 +176,16 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_batch(
   return signal_with_start_prepared(std::move(prepared));
 }
 
-std::vector<Result<SignalWithStartOutcome>> internal::ConnectorStarts::signal_with_start_batch(
-    Engine& engine, std::vector<DerivedSignalWithStart> requests) {
-  return engine.signal_with_start_batch_derived(std::move(requests));
+std::vector<Result<internal::Derived<SignalWithStartOutcome>>>
+internal::ConnectorStarts::signal_with_start_batch(Engine& engine,
+                                                   std::vector<DerivedSignalWithStart> requests,
+                                                   bool refuse_collisions) {
+  return engine.signal_with_start_batch_derived(std::move(requests), refuse_collisions);
 }
 
-std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_batch_derived(
-    std::vector<internal::DerivedSignalWithStart> requests) {
+std::vector<Result<internal::Derived<SignalWithStartOutcome>>>
+Engine::signal_with_start_batch_derived(std::vector<internal::DerivedSignalWithStart> requests,
+                                        bool refuse_collisions) {
   std::vector<Result<PreparedSignal>> prepared;
   prepared.reserve(requests.size());
   for (auto& r : requests) {
@@ -192,13 +195,32 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_batch_deri
       continue;
     }
     r.request.idempotency_key = std::move(r.key);
-    prepared.push_back(prepare_signal_with_start(r.request));
+    auto p = prepare_signal_with_start(r.request);
+    if (p) p->item.signal_fingerprint = r.fingerprint;
+    prepared.push_back(std::move(p));
   }
-  return signal_with_start_prepared(std::move(prepared));
+  std::vector<uint8_t> marks(prepared.size(), 0);
+  auto outcomes = signal_with_start_prepared(std::move(prepared), refuse_collisions, &marks);
+  std::vector<Result<internal::Derived<SignalWithStartOutcome>>> out;
+  out.reserve(outcomes.size());
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (marks[i] == kMarkWithheld) {
+      out.push_back(internal::Derived<SignalWithStartOutcome>{.withheld = true});
+      continue;
+    }
+    if (!outcomes[i]) {
+      out.push_back(fail(std::move(outcomes[i].error())));
+    } else {
+      out.push_back(internal::Derived<SignalWithStartOutcome>{std::move(*outcomes[i]),
+                                                              marks[i] == kMarkCollision});
+    }
+  }
+  return out;
 }
 
 std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
-    std::vector<Result<PreparedSignal>> prepared) {
+    std::vector<Result<PreparedSignal>> prepared, bool refuse_collisions,
+    std::vector<uint8_t>* marks) {
   std::vector<Result<SignalWithStartOutcome>> out(
       prepared.size(), fail(Error::internal("signal-with-start was not processed")));
   std::map<size_t, std::vector<size_t>> by_shard;
@@ -215,9 +237,9 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
     std::vector<NewEntitySignal> items;
     for (size_t i : all) items.push_back(prepared[i]->item);
     auto conn = pool(shard).acquire();
-    auto stored =
-        conn ? ExecutionStore(**conn).signal_with_start_batch(items, config_.notify_other_processes)
-             : Result<std::vector<StoredEntitySignal>>(fail(conn.error()));
+    auto stored = conn ? ExecutionStore(**conn).signal_with_start_batch(
+                             items, config_.notify_other_processes, refuse_collisions)
+                       : Result<std::vector<StoredEntitySignal>>(fail(conn.error()));
     // One work list per shard: the batch, or — when the database refused the
     // batch as a whole although every item passed validation — each item in
     // a transaction of its own, so only the item at fault fails.
@@ -234,7 +256,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
       for (size_t i : all) {
         rounds.push_back({i});
         answers.push_back(ExecutionStore(**conn).signal_with_start_batch(
-            {&prepared[i]->item, 1}, config_.notify_other_processes));
+            {&prepared[i]->item, 1}, config_.notify_other_processes, refuse_collisions));
       }
     }
     for (size_t round = 0; round < rounds.size(); ++round) {
@@ -253,6 +275,12 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
         }
         const StoredEntitySignal& s = (*stored)[k];
         const NewExecution& start = items[k].start;
+        if (s.withheld) {
+          if (marks) (*marks)[i] = kMarkWithheld;
+          out[i] = fail(Error::transient_error(
+              "not committed: another signal of its batch met a coordinate collision; retry"));
+          continue;
+        }
         if (s.missing) {
           out[i] = prepared[i]->bad_input
                        ? fail(Error::invalid_input(
@@ -273,6 +301,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
           continue;
         }
         woke = woke || !s.duplicate_signal;
+        if (marks && s.collision) (*marks)[i] = kMarkCollision;
         if (s.started) {
           config_.metrics->increment(metrics::kEngineStarts,
                                      {{"workflow", start.workflow}, {"outcome", "started"}});

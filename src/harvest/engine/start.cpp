@@ -22,6 +22,8 @@ namespace harvest::engine {
 struct Engine::PreparedStart {
   const WorkflowDef* def = nullptr;
   NewExecution exec;
+  bool collision = false;  // set by the store: the key's run came from another record
+  bool withheld = false;   // not committed: another start of the batch collided
 };
 
 Result<Engine::PreparedStart> Engine::prepare_start(const StartRequest& req) const {
@@ -95,18 +97,18 @@ std::vector<Result<StartOutcome>> Engine::start_batch(const std::vector<StartReq
       prepared.push_back(prepare_start(r));
     }
   }
-  auto out = start_prepared(std::move(prepared));
+  auto out = start_prepared(prepared);
   for (size_t i = 0; i < requests.size(); ++i) record_start(requests[i].workflow, out[i]);
   return out;
 }
 
-std::vector<Result<StartOutcome>> internal::ConnectorStarts::start_batch(
-    Engine& engine, std::vector<DerivedStart> requests) {
-  return engine.start_batch_derived(std::move(requests));
+std::vector<Result<internal::Derived<StartOutcome>>> internal::ConnectorStarts::start_batch(
+    Engine& engine, std::vector<DerivedStart> requests, bool refuse_collisions) {
+  return engine.start_batch_derived(std::move(requests), refuse_collisions);
 }
 
-std::vector<Result<StartOutcome>> Engine::start_batch_derived(
-    std::vector<internal::DerivedStart> requests) {
+std::vector<Result<internal::Derived<StartOutcome>>> Engine::start_batch_derived(
+    std::vector<internal::DerivedStart> requests, bool refuse_collisions) {
   std::vector<Result<PreparedStart>> prepared;
   prepared.reserve(requests.size());
   for (auto& r : requests) {
@@ -117,15 +119,31 @@ std::vector<Result<StartOutcome>> Engine::start_batch_derived(
     }
     // The derived key replaces whatever key the request carried.
     r.request.idempotency_key = std::move(r.key);
-    prepared.push_back(prepare_start(r.request));
+    auto p = prepare_start(r.request);
+    if (p && p->exec.idempotency_key) p->exec.fingerprint = r.fingerprint;
+    prepared.push_back(std::move(p));
   }
-  auto out = start_prepared(std::move(prepared));
-  for (size_t i = 0; i < requests.size(); ++i) record_start(requests[i].request.workflow, out[i]);
+  auto outcomes = start_prepared(prepared, refuse_collisions);
+  std::vector<Result<internal::Derived<StartOutcome>>> out;
+  out.reserve(outcomes.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (prepared[i] && prepared[i]->withheld) {
+      out.push_back(internal::Derived<StartOutcome>{.withheld = true});
+      continue;
+    }
+    record_start(requests[i].request.workflow, outcomes[i]);
+    if (!outcomes[i]) {
+      out.push_back(fail(std::move(outcomes[i].error())));
+    } else {
+      out.push_back(internal::Derived<StartOutcome>{std::move(*outcomes[i]),
+                                                    prepared[i] && prepared[i]->collision});
+    }
+  }
   return out;
 }
 
 std::vector<Result<StartOutcome>> Engine::start_prepared(
-    std::vector<Result<PreparedStart>> prepared) {
+    std::vector<Result<PreparedStart>>& prepared, bool refuse_collisions) {
   std::vector<Result<StartOutcome>> out(prepared.size(),
                                         fail(Error::internal("start was not processed")));
   std::map<size_t, std::vector<PreparedStart*>> immediate;  // shard -> starts
@@ -162,13 +180,16 @@ std::vector<Result<StartOutcome>> Engine::start_prepared(
     if (admitted && admitted->kind == StartOutcomeKind::kStarted) admitted_any = true;
     out[i] = std::move(admitted);
   }
-  for (auto& [shard, items] : immediate) start_immediate_on(shard, items, immediate_out[shard]);
+  for (auto& [shard, items] : immediate) {
+    start_immediate_on(shard, items, immediate_out[shard], refuse_collisions);
+  }
   if (admitted_any) work_->notify();
   return out;
 }
 
 void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items,
-                                std::vector<Result<StartOutcome>*>& outcomes) {
+                                std::vector<Result<StartOutcome>*>& outcomes,
+                                bool refuse_collisions) {
   auto set_all = [&](const Error& e) {
     for (auto* o : outcomes) *o = fail(e);
   };
@@ -181,7 +202,7 @@ void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items
     auto conn = pool(shard).acquire();
     if (!conn) return fail(conn.error());
     return ExecutionStore(**conn).start_batch(batch, config_.start_idempotency_window,
-                                              config_.notify_other_processes);
+                                              config_.notify_other_processes, refuse_collisions);
   }();
   if (!stored && is_permanent(stored.error()) && batch.size() > 1) {
     // Something in the batch is refused by the database although it passed
@@ -191,7 +212,7 @@ void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items
     for (size_t i = 0; i < items.size(); ++i) {
       std::vector<PreparedStart*> one{items[i]};
       std::vector<Result<StartOutcome>*> one_out{outcomes[i]};
-      start_immediate_on(shard, one, one_out);
+      start_immediate_on(shard, one, one_out, refuse_collisions);
     }
     return;
   }
@@ -206,7 +227,14 @@ void Engine::start_immediate_on(size_t shard, std::vector<PreparedStart*>& items
       *outcomes[i] = fail(s.error());
       continue;
     }
+    if (s->withheld) {
+      items[i]->withheld = true;
+      *outcomes[i] = fail(Error::transient_error(
+          "not committed: another start of its batch met a coordinate collision; retry"));
+      continue;
+    }
     started = started || s->started;
+    items[i]->collision = s->collision;
     *outcomes[i] =
         StartOutcome{s->started ? StartOutcomeKind::kStarted : StartOutcomeKind::kIdempotentReplay,
                      s->execution_id};

@@ -38,6 +38,9 @@ using SteadyClock = std::chrono::steady_clock;
 // to a stop request and to buffer space freeing up (resume), and keeps
 // librdkafka polled far more often than any max.poll.interval.ms.
 constexpr int kPollSliceMs = 100;
+// How long connect() waits for the cluster id once the brokers answered.
+constexpr int kClusterIdWait = 5000;
+
 // How long connect() waits for the brokers to answer (or refuse) at start.
 constexpr auto kAccessCheck = std::chrono::seconds(10);
 // How long a full read-ahead holds consumption before partitions are paused.
@@ -411,6 +414,14 @@ Result<std::shared_ptr<KafkaSource>> KafkaSource::connect(const KafkaSourceConfi
   // that are merely down are an outage the source rides out.
   if (auto access = source->session_->check_access(kAccessCheck); !access) {
     return fail(access.error());
+  }
+  // The cluster's identity, recorded per binding (connector/cluster_identity.hpp).
+  source->cluster_id_ = source->session_consumer().clusterid(kClusterIdWait);
+  if (source->cluster_id_.empty()) {
+    log::warn(
+        "{}: the brokers did not report a cluster id at start: this binding's cluster is "
+        "not checked against the one it consumed from before",
+        source->log_name_);
   }
   return source;
 }

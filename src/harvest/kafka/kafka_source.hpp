@@ -140,6 +140,11 @@ class KafkaSource final : public connector::EventSource {
 
   [[nodiscard]] std::string subscription_identity() const override { return identity_; }
   [[nodiscard]] std::string stream() const override { return config_.topic(); }
+  /// The cluster id the brokers reported at connect; none when no broker
+  /// answered then.
+  [[nodiscard]] std::optional<std::string> cluster_id() const override {
+    return cluster_id_.empty() ? std::nullopt : std::optional<std::string>(cluster_id_);
+  }
 
   /// Stops consuming and leaves the group; later calls to receive fail.
   /// Idempotent; the destructor calls it.
@@ -226,6 +231,7 @@ class KafkaSource final : public connector::EventSource {
   bool closed_ = false;
   std::optional<Error> fatal_;
   std::optional<Error> consumer_error_;
+  std::string cluster_id_;  ///< set once by connect(); empty when unknown
 
   /// Orders "check ownership, then commit" in ack/commit_anchors against the
   /// revocation in the rebalance callback, so a commit decided under an old

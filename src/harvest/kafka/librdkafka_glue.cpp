@@ -116,6 +116,10 @@ connector::Message to_message(RdKafka::Message& m, const std::string& topic) {
     }
   }
   if (m.payload() != nullptr) out.payload.assign(static_cast<const char*>(m.payload()), m.len());
+  if (const RdKafka::MessageTimestamp ts = m.timestamp();
+      ts.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE) {
+    out.timestamp_ms = ts.timestamp;
+  }
   return out;
 }
 

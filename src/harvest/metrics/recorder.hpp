@@ -54,6 +54,11 @@ inline constexpr const char* kConnectorInFlight = "harvest.connector.in_flight";
 /// Unix time (seconds) at which the binding's last pass ended, whatever its
 /// outcome (gauge, {source}). A value that stops moving is a wedged loop.
 inline constexpr const char* kConnectorLastPass = "harvest.connector.last_pass_timestamp_seconds";
+/// Coordinate collisions met: messages whose coordinate key was held by a run
+/// or signal recorded from a different record (counter, {source}).
+inline constexpr const char* kConnectorCollisions = "harvest.connector.coordinate_collisions";
+/// 1 while the binding holds on a coordinate collision, else 0 (gauge, {source}).
+inline constexpr const char* kConnectorCollisionHold = "harvest.connector.collision_hold";
 
 /// The interface every harvest component reports metrics through. A series is
 /// a metric name plus a label set; label order does not identify a series.

@@ -7,6 +7,7 @@
 
 #include <harvest/common/log.hpp>
 #include <harvest/connector/binding_rules.hpp>
+#include <harvest/connector/cluster_identity.hpp>
 #include <harvest/connector/dead_letter.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
 #include <harvest/plugin/plugin.hpp>
@@ -35,7 +36,9 @@ api::BindingOverview overview_of(const connector::BindingStatus& s) {
                          .store_available = s.store_available,
                          .dispatched = s.dispatched,
                          .dead_lettered = s.dead_lettered,
-                         .retried = s.retried};
+                         .retried = s.retried,
+                         .collisions = s.collisions,
+                         .collision_hold = s.collision_hold};
   if (s.last_pass) {
     o.last_pass_at =
         fmt::format("{:%Y-%m-%dT%H:%M:%S}Z",
@@ -214,11 +217,12 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
   }
 
   std::unique_ptr<HarvestApp> app(new HarvestApp());
-  // The connector's dead-letter table is needed only by bindings that write
-  // it; with broker-native dead letters alone it is neither applied nor
+  // The connector's tables are needed only by bindings that write them (the
+  // dead letters; the cluster a binding reads, for sources that report one):
+  // with broker-native dead letters alone they are neither applied nor
   // required.
   const bool needs_table = std::ranges::any_of(connectors_, [](const ConnectorSpec& c) {
-    return !c.binding.uses_broker_native_dead_letter();
+    return !c.binding.uses_broker_native_dead_letter() || (c.source && c.source->cluster_id());
   });
   std::vector<store::MigrationSet> plugin_sets;
   if (needs_table) plugin_sets.push_back(connector::connector_migrations());
@@ -253,6 +257,15 @@ std::unique_ptr<HarvestApp> HarvestPlugin::build() {
     app->replays_ = std::make_shared<connector_dlq::DeadLetterStore>(e.pool());
   }
   for (auto& spec : connectors_) {
+    // A binding whose source reads another cluster than it did before (in
+    // the same key incarnation) would take new records for redeliveries.
+    if (spec.source) {
+      if (auto same = connector::check_cluster_identity(e.pool(), spec.binding, *spec.source);
+          !same) {
+        log::error("{}", same.error().message);
+        throw ConfigError("harvest cannot start: " + same.error().message);
+      }
+    }
     auto binding = std::make_shared<const connector::SourceBinding>(spec.binding);
     auto rt = std::make_unique<connector::ConnectorRuntime>(
         binding, spec.source, e, e.config().metrics, IdempotencyMode::kAuto, spec.config);

@@ -694,7 +694,12 @@ function renderBindings(body) {
       cell('dead_lettered', b.dead_lettered, { cls: 'num' }),
       cell('retried', b.retried, { cls: 'num' }));
   });
-  return dataTable({
+  // A binding holding on a coordinate collision says so above the table, in
+  // the runtime's own words (inert text: it quotes broker coordinates).
+  const holds = items.filter((b) => typeof b.collision_hold === 'string' && b.collision_hold !== '')
+    .map((b) => el('p', { class: 'bad', role: 'alert', 'data-collision-hold': b.binding },
+      `Binding ${b.binding} is holding (coordinate collision): ${b.collision_hold}`));
+  return [...holds, dataTable({
     id: 'bindings',
     caption: 'Connector bindings',
     layout: 'auto',
@@ -707,7 +712,7 @@ function renderBindings(body) {
       { label: 'Retried', cls: 'num' },
     ],
     rows,
-  });
+  })];
 }
 
 // ---------------------------------------------------------------------------
