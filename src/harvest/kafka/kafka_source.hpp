@@ -219,6 +219,9 @@ class KafkaSource final : public connector::EventSource {
     uint64_t generation = 0;
     /// Offset after the last acked message under this generation.
     std::optional<int64_t> acked_next;
+    /// The last offset read under this generation: offsets only grow within
+    /// one, unless the partition's log was replaced (on_message).
+    std::optional<int64_t> last_read;
   };
   std::map<int32_t, Ownership> owned_;
   std::deque<connector::Message> buffer_;

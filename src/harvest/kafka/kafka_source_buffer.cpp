@@ -16,6 +16,21 @@ void KafkaSource::on_message(int32_t partition, int64_t offset, connector::Messa
     std::lock_guard lock(mu_);
     auto it = owned_.find(partition);
     if (it == owned_.end()) return;  // revoked meanwhile; the next owner reads it
+    if (it->second.last_read && offset <= *it->second.last_read) {
+      // Offsets went back with no new assignment: the consumer was reset to
+      // the start of a log that replaced the one it read (a topic deleted
+      // and recreated, a truncated log). What was acked belongs to the old
+      // log: never commit it now (it would skip the new log's first
+      // records). The partition starts a new generation, so the runtime
+      // forgets the old log's commit state and acks of its messages are
+      // dropped.
+      log::warn(
+          "{}: partition {} went back from offset {} to {} without a reassignment: its log was "
+          "replaced (a recreated topic?); the acked prefix of the old log is dropped",
+          log_name_, partition, *it->second.last_read, offset);
+      it->second = Ownership{.generation = ++next_generation_};
+    }
+    it->second.last_read = offset;
     anchors_->record_first_read(partition, offset);
     message.generation = it->second.generation;
     buffer_bytes_ += footprint(message);

@@ -79,6 +79,55 @@ Result<std::unique_ptr<TestBroker>> TestBroker::connect(std::string bootstrap) {
       new TestBroker(std::move(bootstrap), std::move(reports), std::move(producer)));
 }
 
+Status TestBroker::delete_topic(const std::string& topic, std::chrono::milliseconds timeout) {
+  rd_kafka_t* rk = producer_->c_ptr();
+  char errstr[512];
+  std::unique_ptr<rd_kafka_DeleteTopic_t, decltype(&rd_kafka_DeleteTopic_destroy)> del(
+      rd_kafka_DeleteTopic_new(topic.c_str()), &rd_kafka_DeleteTopic_destroy);
+  std::unique_ptr<rd_kafka_AdminOptions_t, decltype(&rd_kafka_AdminOptions_destroy)> options(
+      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS),
+      &rd_kafka_AdminOptions_destroy);
+  const int ms = static_cast<int>(timeout.count());
+  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
+      rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr))) {
+    return fail(Error::bad_request(fmt::format("AdminOptions: {}", errstr)));
+  }
+  std::unique_ptr<rd_kafka_queue_t, decltype(&rd_kafka_queue_destroy)> queue(
+      rd_kafka_queue_new(rk), &rd_kafka_queue_destroy);
+  rd_kafka_DeleteTopic_t* topics[] = {del.get()};
+  rd_kafka_DeleteTopics(rk, topics, 1, options.get(), queue.get());
+  std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> ev(
+      rd_kafka_queue_poll(queue.get(), ms + 5000), &rd_kafka_event_destroy);
+  if (!ev) return fail(Error::transient_error("DeleteTopics: no answer from the broker"));
+  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return fail(Error::transient_error(
+        fmt::format("DeleteTopics {}: {}", topic, rd_kafka_event_error_string(ev.get()))));
+  }
+  size_t count = 0;
+  const rd_kafka_topic_result_t** results =
+      rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev.get()), &count);
+  for (size_t i = 0; i < count; ++i) {
+    if (const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[i]);
+        err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return fail(Error::transient_error(fmt::format(
+          "DeleteTopics {}: {}", topic, rd_kafka_topic_result_error_string(results[i]))));
+    }
+  }
+  // Until the metadata of this handle no longer lists it.
+  const auto deadline = SteadyClock::now() + timeout;
+  while (SteadyClock::now() < deadline) {
+    RdKafka::Metadata* raw = nullptr;
+    if (producer_->metadata(true, nullptr, &raw, 2000) == RdKafka::ERR_NO_ERROR) {
+      std::unique_ptr<RdKafka::Metadata> md(raw);
+      bool listed = false;
+      for (const auto* t : *md->topics()) listed = listed || t->topic() == topic;
+      if (!listed) return {};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return fail(Error::transient_error(fmt::format("topic {} still listed after deletion", topic)));
+}
+
 Status TestBroker::create_topic(const std::string& topic, int partitions,
                                 std::chrono::milliseconds timeout) {
   rd_kafka_t* rk = producer_->c_ptr();

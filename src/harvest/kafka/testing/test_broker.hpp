@@ -54,6 +54,12 @@ class TestBroker {
   [[nodiscard]] Status create_topic(const std::string& topic, int partitions,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+  // Deletes `topic` through the Admin API and waits until this handle's
+  // metadata no longer shows it (a topic recreated after this starts over
+  // at offset 0).
+  [[nodiscard]] Status delete_topic(const std::string& topic,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
   // Produces one record to `record.partition` and waits for its delivery
   // report; returns the offset the broker assigned.
   [[nodiscard]] Result<int64_t> produce(
