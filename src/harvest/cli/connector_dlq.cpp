@@ -18,7 +18,7 @@ void add_filters(CLI::App* cmd, ConnectorDlqOptions& o) {
   cmd->add_option("--binding", o.binding, "only this connector binding");
   cmd->add_option("--stream", o.stream, "only this stream (topic or queue name)");
   cmd->add_option("--reason", o.reason, "only this reason")
-      ->check(CLI::IsMember({"undecodable", "mapping_rejected", "start_rejected"}));
+      ->check(CLI::IsMember({"undecodable", "mapping_rejected", "start_rejected", "coordinate_collision"}));
   cmd->add_option("--since", o.since,
                   "failed at or after this instant (RFC 3339, e.g. 2026-12-04T06:00:00Z)");
   cmd->add_option("--until", o.until, "failed before this instant (RFC 3339)");

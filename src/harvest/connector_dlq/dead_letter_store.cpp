@@ -142,7 +142,7 @@ Status check(const DeadLetterFilter& f) {
   if (auto ok = check_text(f.stream, "stream"); !ok) return ok;
   if (f.reason && std::ranges::find(kReasons, *f.reason) == std::end(kReasons)) {
     return fail(Error::bad_request(
-        "'reason' must be one of undecodable, mapping_rejected, start_rejected"));
+        "'reason' must be one of undecodable, mapping_rejected, start_rejected, coordinate_collision"));
   }
   for (const auto& [v, field] : {std::pair{&f.since, "since"}, std::pair{&f.until, "until"}}) {
     if (*v && !is_timestamp(**v)) {

@@ -41,9 +41,10 @@ inline constexpr size_t kMaxReplayBatch = 1000;  // rows marked per replay reque
 inline constexpr size_t kMaxFilterText = 256;    // binding, stream: bytes
 inline constexpr size_t kMaxRequestedBy = 200;   // replay requested_by: bytes
 
-// The reasons the runtime records (CON-10).
+// The reasons the runtime records (CON-10), and a coordinate collision a
+// binding with on_collision(dead_letter) records (issue 51).
 inline constexpr std::string_view kReasons[] = {"undecodable", "mapping_rejected",
-                                                "start_rejected"};
+                                                "start_rejected", "coordinate_collision"};
 
 // Which rows an operation applies to. Every set criterion must match; an
 // unset one matches everything. `since`/`until` bound failed_at (since
