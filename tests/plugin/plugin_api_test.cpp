@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "connector_fixture.hpp"
+#include <harvest/metrics/prometheus.hpp>
 #include <harvest/plugin/plugin.hpp>
 
 namespace harvest::plugin {
@@ -176,6 +177,53 @@ TEST_F(PluginApiTest, the_connectors_route_shows_each_running_binding_and_its_co
   EXPECT_EQ(item["rebuilds"], 0);
   EXPECT_TRUE(item["last_pass_at"].is_string()) << item.dump();
   app->stop();
+}
+
+// Issue 51: a binding holding on a coordinate collision says so where an
+// operator looks — GET /connectors names the coordinates and the remedy,
+// /healthz turns "degraded" (still 200: the process serves), and the
+// exported gauge and counter read 1.
+TEST_F(PluginApiTest, a_binding_holding_on_a_collision_shows_in_connectors_and_healthz) {
+  auto source = std::make_shared<MockSource>("orders.placed");
+  auto metrics = std::make_shared<metrics::PrometheusMetrics>();
+  auto app = HarvestPlugin()
+                 .engine_config(engine_config())
+                 .workflows(connector_workflows())
+                 .connector_with_config(order_binding("orders"), source,
+                                        connector::ConnectorRuntimeConfig{.idle_backoff = 10ms})
+                 .metrics(metrics)
+                 .api("/api/harvest", api_on_free_port())
+                 .build();
+  app->start();
+  source->push_kafka(0, 0, order_json("C-1"));
+  ASSERT_TRUE(eventually([&] { return source->committed(0) == 1; }));
+  source->push_kafka(0, 0, order_json("D-1"));  // another record at the same offset
+  httplib::Client c("127.0.0.1", app->api_server()->port());
+  nlohmann::json item;
+  ASSERT_TRUE(eventually([&] {
+    auto r = c.Get("/api/harvest/connectors");
+    if (!r || r->status != 200) return false;
+    item = nlohmann::json::parse(r->body)["items"][0];
+    return item["collision_hold"].is_string();
+  })) << item.dump();
+  const std::string hold = item["collision_hold"];
+  EXPECT_NE(hold.find("orders.placed:0:0"), std::string::npos) << hold;
+  EXPECT_NE(hold.find("key_incarnation"), std::string::npos) << hold;
+  EXPECT_EQ(item["collisions"], 1);
+  auto health = c.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto h = nlohmann::json::parse(health->body);
+  EXPECT_EQ(h["status"], "degraded");
+  ASSERT_EQ(h["bindings_holding"].size(), 1u) << h.dump();
+  EXPECT_EQ(h["bindings_holding"][0]["binding"], "orders");
+  const std::string exposition = metrics->render();
+  EXPECT_NE(exposition.find("harvest_connector_collision_hold{source=\"orders\"} 1"),
+            std::string::npos);
+  EXPECT_NE(exposition.find("harvest_connector_coordinate_collisions_total{source=\"orders\"} 1"),
+            std::string::npos);
+  app->stop();
+  EXPECT_EQ(source->committed(0), 1) << "nothing past the collision was committed";
 }
 
 TEST_F(PluginApiTest, an_api_that_cannot_listen_fails_start_naming_the_address) {
