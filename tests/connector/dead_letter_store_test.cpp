@@ -179,5 +179,27 @@ TEST_F(DeadLetterStoreTest, replay_request_needs_a_filter_and_marks_who_and_when
   EXPECT_TRUE(other->empty());
 }
 
+// Issue 48 item 9: on a database whose connector migrations were never
+// applied (an application without connectors), the operator surface answers
+// a clear not-found naming what to run, not an internal error.
+TEST_F(DeadLetterStoreTest, without_the_connector_tables_every_operation_says_what_to_run) {
+  ASSERT_TRUE(db().exec("DROP TABLE harvest_connector_dead_letters"));
+  auto listed = store_->list({});
+  ASSERT_FALSE(listed);
+  EXPECT_EQ(listed.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(listed.error().message.find("harvest migrate"), std::string::npos)
+      << listed.error().message;
+  EXPECT_EQ(listed.error().message.find("SQLSTATE"), std::string::npos);
+  auto replay = store_->request_replay({.binding = "orders"}, "alice");
+  ASSERT_FALSE(replay);
+  EXPECT_EQ(replay.error().kind, ErrorKind::kNotFound);
+  auto purged = store_->purge({.binding = "orders"});
+  ASSERT_FALSE(purged);
+  EXPECT_EQ(purged.error().kind, ErrorKind::kNotFound);
+  auto shown = store_->show("00000000-0000-4000-8000-000000000000");
+  ASSERT_FALSE(shown);
+  EXPECT_EQ(shown.error().kind, ErrorKind::kNotFound);
+}
+
 }  // namespace
 }  // namespace harvest::connector::testing

@@ -250,6 +250,33 @@ TEST_F(CollisionTest, dispatch_starts_a_colliding_record_once_under_a_fingerprin
   EXPECT_FALSE(rt->collision_hold());
 }
 
+// Poison at a reused position: the old topic's record there was dead-lettered
+// too. The new record is another one (its fingerprint says so): it gets a row
+// of its own instead of being acked as already recorded.
+TEST_F(CollisionTest, poison_at_a_reused_position_gets_a_dead_letter_of_its_own) {
+  auto pg = std::make_shared<PostgresDeadLetterSink>(engine_->pool());
+  auto old = std::make_shared<MockSource>("orders.placed");
+  old->push_kafka(0, 0, "not json");
+  auto first = runtime(binding(), old, {}, false);
+  first->with_dead_letter_sink(pg);
+  drain(*first);
+  ASSERT_EQ(old->committed(0), 1);
+  auto recreated = std::make_shared<MockSource>("orders.placed");
+  recreated->push_kafka(0, 0, "still not json");
+  auto second = runtime(binding(), recreated, {}, false);
+  second->with_dead_letter_sink(pg);
+  drain(*second);
+  recreated->push_kafka(0, 0, "still not json");  // its redelivery: no third row
+  drain(*second);
+  EXPECT_EQ(recreated->committed(0), 1);
+  auto rows = store_->list({});
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 2u) << "each record keeps its raw payload";
+  std::set<std::string> payloads;
+  for (const auto& r : *rows) payloads.insert(r.payload);
+  EXPECT_EQ(payloads, (std::set<std::string>{"not json", "still not json"}));
+}
+
 // Property: over random rounds of reused positions, each a redelivery of the
 // first record seen there or a different record, every message is classified
 // correctly — redeliveries dedupe silently, collisions are dead-lettered,

@@ -58,33 +58,65 @@ store::Param stored_headers(const DeadLetter& l) {
 
 }  // namespace
 
+// One row per dedupe key: a redelivery of a dead-lettered message writes
+// nothing. A different record under the same key — a reused position of a
+// recreated topic, told apart by its fingerprint — gets a row of its own,
+// under the key with its fingerprint appended (which no derived key ends in),
+// so its raw payload is never dropped. `taken`: the fingerprint of the row
+// already holding the key when there is one, compared only on a conflict.
+constexpr const char* kInsertLetter =
+    "WITH ins AS (INSERT INTO harvest_connector_dead_letters "
+    "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
+    "coordinates_structured, record_key, headers, fingerprint) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb, $10::bytea, $11::jsonb, "
+    "$12::bigint) "
+    "ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1) "
+    "SELECT (SELECT count(*) FROM ins) AS written, "
+    "(SELECT fingerprint FROM harvest_connector_dead_letters WHERE idempotency_key = $4 "
+    " AND NOT EXISTS (SELECT 1 FROM ins)) AS taken";
+
 Status PostgresDeadLetterSink::write(const DeadLetter& l) {
   auto conn = pool_.acquire();
   if (!conn) return fail(conn.error());
-  auto r = (*conn)->exec(
-      "INSERT INTO harvest_connector_dead_letters "
-      "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
-      "coordinates_structured, record_key, headers, fingerprint) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb, $10::bytea, $11::jsonb, "
-      "$12::bigint) "
-      "ON CONFLICT (idempotency_key) DO NOTHING",
-      // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
-      {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates),
-       l.idempotency_key, l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts),
-       bytea_hex(l.payload), structured_coordinates(l),
-       l.key ? store::Param{bytea_hex(*l.key)} : store::Param{}, stored_headers(l),
-       l.fingerprint ? store::Param{std::to_string(*l.fingerprint)} : store::Param{}});
+  auto insert = [&](const std::string& key) {
+    // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
+    return (*conn)->exec(
+        kInsertLetter,
+        {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates), key,
+         l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts), bytea_hex(l.payload),
+         structured_coordinates(l), l.key ? store::Param{bytea_hex(*l.key)} : store::Param{},
+         stored_headers(l),
+         l.fingerprint ? store::Param{std::to_string(*l.fingerprint)} : store::Param{}});
+  };
+  auto r = insert(l.idempotency_key);
   if (!r) return fail(r.error());
+  const auto taken = r->get_opt(0, "taken");
+  if (r->get(0, "written") == "0" && l.fingerprint && taken &&
+      *taken != std::to_string(*l.fingerprint)) {
+    auto again = insert(
+        fmt::format("{}#fp:{:016x}", l.idempotency_key, static_cast<uint64_t>(*l.fingerprint)));
+    if (!again) return fail(again.error());
+  }
   return {};
 }
 
 Status RecordingDeadLetterSink::write(const DeadLetter& letter) {
   std::lock_guard lock(mu_);
   if (fail_) return fail(Error::transient_error("recording sink told to fail"));
+  // As the table keeps them: one letter per key, and a different record
+  // under a taken key (another fingerprint) under the key with its
+  // fingerprint appended.
+  DeadLetter kept = letter;
   for (const auto& l : letters_) {
-    if (l.idempotency_key == letter.idempotency_key) return {};
+    if (l.idempotency_key != letter.idempotency_key) continue;
+    if (!letter.fingerprint || !l.fingerprint || *l.fingerprint == *letter.fingerprint) return {};
+    kept.idempotency_key = fmt::format("{}#fp:{:016x}", letter.idempotency_key,
+                                       static_cast<uint64_t>(*letter.fingerprint));
   }
-  letters_.push_back(letter);
+  for (const auto& l : letters_) {
+    if (l.idempotency_key == kept.idempotency_key) return {};
+  }
+  letters_.push_back(std::move(kept));
   return {};
 }
 

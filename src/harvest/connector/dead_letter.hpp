@@ -81,9 +81,12 @@ class PostgresDeadLetterSink final : public DeadLetterSink {
   /// Keeps a reference to `pool`, which must outlive the sink.
   explicit PostgresDeadLetterSink(store::Pool& pool) : pool_(pool) {}
   /// Inserts `letter` in one statement; a row with the same dedupe key
-  /// already there makes it a no-op success. Text columns are stored as
-  /// valid UTF-8 (ill-formed bytes replaced); the payload is kept byte for
-  /// byte. Errors: those of acquiring a connection or of the insert.
+  /// already there makes it a no-op success — unless that row came from
+  /// another record (both have fingerprints and they differ: a position
+  /// reused by a recreated topic), when `letter` gets a row of its own under
+  /// the key with its fingerprint appended, so its payload is never dropped. Text columns are
+  /// stored as valid UTF-8 (ill-formed bytes replaced); the payload is kept byte for byte. Errors:
+  /// those of acquiring a connection or of the insert.
   [[nodiscard]] Status write(const DeadLetter& letter) override;
 
  private:
@@ -96,7 +99,9 @@ class PostgresDeadLetterSink final : public DeadLetterSink {
 /// (one mutex): every method may be called from any thread.
 class RecordingDeadLetterSink final : public DeadLetterSink {
  public:
-  /// Keeps a copy of `letter` unless one with its dedupe key is kept already.
+  /// Keeps a copy of `letter` unless one with its dedupe key is kept already
+  /// (a letter from another record — another fingerprint — is kept under
+  /// the key with its fingerprint appended, as PostgresDeadLetterSink does).
   /// Errors: kTransient while `fail_writes(true)` is in effect.
   [[nodiscard]] Status write(const DeadLetter& letter) override;
   /// A copy of every letter kept, in the order first written.

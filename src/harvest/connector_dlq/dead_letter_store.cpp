@@ -36,6 +36,21 @@ std::string columns() {
       kIsoUtc);
 }
 
+// A failed operator query on a database whose connector migrations were
+// never applied (an application without connector bindings, say): a clear
+// not-found naming what to run, rather than the database's own words.
+Error explained(store::Connection& conn, Error e) {
+  if (is_unavailable(e)) return e;
+  auto missing = conn.exec("SELECT to_regclass('harvest_connector_dead_letters') IS NULL");
+  if (missing && missing->rows() == 1 && missing->get(0, 0) == "t") {
+    return Error::not_found(
+        "this database has no connector dead letters: the connector migrations were never "
+        "applied to it. Run `harvest migrate` against it, or start an application with a "
+        "connector binding, which applies them");
+  }
+  return e;
+}
+
 store::Params filter_params(const DeadLetterFilter& f) {
   return {f.id, f.binding, f.stream, f.reason, f.since, f.until};
 }
@@ -141,8 +156,9 @@ Status check(const DeadLetterFilter& f) {
   if (auto ok = check_text(f.binding, "binding"); !ok) return ok;
   if (auto ok = check_text(f.stream, "stream"); !ok) return ok;
   if (f.reason && std::ranges::find(kReasons, *f.reason) == std::end(kReasons)) {
-    return fail(Error::bad_request(
-        "'reason' must be one of undecodable, mapping_rejected, start_rejected, coordinate_collision"));
+    return fail(
+        Error::bad_request("'reason' must be one of undecodable, mapping_rejected, start_rejected, "
+                           "coordinate_collision"));
   }
   for (const auto& [v, field] : {std::pair{&f.since, "since"}, std::pair{&f.until, "until"}}) {
     if (*v && !is_timestamp(**v)) {
@@ -168,7 +184,7 @@ Result<std::vector<StoredDeadLetter>> DeadLetterStore::list(const DeadLetterFilt
                                      "ORDER BY failed_at DESC, id DESC LIMIT $7",
                                      columns(), kWhere),
                          params);
-  if (!r) return fail(r.error());
+  if (!r) return fail(explained(**conn, r.error()));
   return rows_of(*r);
 }
 
@@ -215,7 +231,7 @@ Result<ReplayRequest> DeadLetterStore::request_replay(const DeadLetterFilter& fi
           "     AND replay_outcome <> 'dead_lettered') AS replayed",
           kWhere),
       params);
-  if (!r) return fail(r.error());
+  if (!r) return fail(explained(**conn, r.error()));
   return ReplayRequest{.requested = static_cast<size_t>(r->get_int(0, "requested")),
                        .already_requested = static_cast<size_t>(r->get_int(0, "pending")),
                        .already_replayed = static_cast<size_t>(r->get_int(0, "replayed"))};
@@ -231,7 +247,7 @@ Result<size_t> DeadLetterStore::purge(const DeadLetterFilter& filter) {
                   "SELECT count(*) FROM gone",
                   kWhere),
       filter_params(filter));
-  if (!r) return fail(r.error());
+  if (!r) return fail(explained(**conn, r.error()));
   return static_cast<size_t>(std::stoll(r->get(0, 0)));
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -15,6 +16,37 @@ namespace harvest::kafka::testing {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+
+using AdminEvent = std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)>;
+
+// One Admin API call: `send` issues it with options whose operation and
+// request timeouts are `timeout`, on a queue this waits on for the answer.
+// Errors name `what`.
+Result<AdminEvent> admin_call(
+    rd_kafka_t* rk, rd_kafka_admin_op_t op, std::chrono::milliseconds timeout,
+    const std::string& what,
+    const std::function<void(rd_kafka_AdminOptions_t*, rd_kafka_queue_t*)>& send) {
+  char errstr[512];
+  std::unique_ptr<rd_kafka_AdminOptions_t, decltype(&rd_kafka_AdminOptions_destroy)> options(
+      rd_kafka_AdminOptions_new(rk, op), &rd_kafka_AdminOptions_destroy);
+  // The broker answers once the operation is done, not when it was merely
+  // accepted.
+  const int ms = static_cast<int>(timeout.count());
+  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
+      rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr))) {
+    return fail(Error::bad_request(fmt::format("AdminOptions: {}", errstr)));
+  }
+  std::unique_ptr<rd_kafka_queue_t, decltype(&rd_kafka_queue_destroy)> queue(
+      rd_kafka_queue_new(rk), &rd_kafka_queue_destroy);
+  send(options.get(), queue.get());
+  AdminEvent ev(rd_kafka_queue_poll(queue.get(), ms + 5000), &rd_kafka_event_destroy);
+  if (!ev) return fail(Error::transient_error(what + ": no answer from the broker"));
+  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return fail(
+        Error::transient_error(fmt::format("{}: {}", what, rd_kafka_event_error_string(ev.get()))));
+  }
+  return ev;
+}
 
 // What the delivery report of one produce() says.
 struct Delivery {
@@ -81,31 +113,17 @@ Result<std::unique_ptr<TestBroker>> TestBroker::connect(std::string bootstrap) {
 
 Status TestBroker::delete_topic(const std::string& topic, std::chrono::milliseconds timeout) {
   rd_kafka_t* rk = producer_->c_ptr();
-  char errstr[512];
   std::unique_ptr<rd_kafka_DeleteTopic_t, decltype(&rd_kafka_DeleteTopic_destroy)> del(
       rd_kafka_DeleteTopic_new(topic.c_str()), &rd_kafka_DeleteTopic_destroy);
-  std::unique_ptr<rd_kafka_AdminOptions_t, decltype(&rd_kafka_AdminOptions_destroy)> options(
-      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS),
-      &rd_kafka_AdminOptions_destroy);
-  const int ms = static_cast<int>(timeout.count());
-  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
-      rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr))) {
-    return fail(Error::bad_request(fmt::format("AdminOptions: {}", errstr)));
-  }
-  std::unique_ptr<rd_kafka_queue_t, decltype(&rd_kafka_queue_destroy)> queue(
-      rd_kafka_queue_new(rk), &rd_kafka_queue_destroy);
-  rd_kafka_DeleteTopic_t* topics[] = {del.get()};
-  rd_kafka_DeleteTopics(rk, topics, 1, options.get(), queue.get());
-  std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> ev(
-      rd_kafka_queue_poll(queue.get(), ms + 5000), &rd_kafka_event_destroy);
-  if (!ev) return fail(Error::transient_error("DeleteTopics: no answer from the broker"));
-  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return fail(Error::transient_error(
-        fmt::format("DeleteTopics {}: {}", topic, rd_kafka_event_error_string(ev.get()))));
-  }
+  auto ev = admin_call(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout, "DeleteTopics " + topic,
+                       [&](rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+                         rd_kafka_DeleteTopic_t* topics[] = {del.get()};
+                         rd_kafka_DeleteTopics(rk, topics, 1, options, queue);
+                       });
+  if (!ev) return fail(ev.error());
   size_t count = 0;
   const rd_kafka_topic_result_t** results =
-      rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev.get()), &count);
+      rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev->get()), &count);
   for (size_t i = 0; i < count; ++i) {
     if (const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[i]);
         err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -136,28 +154,13 @@ Status TestBroker::create_topic(const std::string& topic, int partitions,
       rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, errstr, sizeof(errstr)),
       &rd_kafka_NewTopic_destroy);
   if (!new_topic) return fail(Error::bad_request(fmt::format("NewTopic {}: {}", topic, errstr)));
-  std::unique_ptr<rd_kafka_AdminOptions_t, decltype(&rd_kafka_AdminOptions_destroy)> options(
-      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS),
-      &rd_kafka_AdminOptions_destroy);
-  // The broker answers once the topic exists (operation timeout), not when
-  // the request was merely accepted.
-  const int ms = static_cast<int>(timeout.count());
-  if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
-      rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr))) {
-    return fail(Error::bad_request(fmt::format("AdminOptions: {}", errstr)));
-  }
-  std::unique_ptr<rd_kafka_queue_t, decltype(&rd_kafka_queue_destroy)> queue(
-      rd_kafka_queue_new(rk), &rd_kafka_queue_destroy);
-  rd_kafka_NewTopic_t* topics[] = {new_topic.get()};
-  rd_kafka_CreateTopics(rk, topics, 1, options.get(), queue.get());
-  std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> ev(
-      rd_kafka_queue_poll(queue.get(), ms + 5000), &rd_kafka_event_destroy);
-  if (!ev) return fail(Error::transient_error("CreateTopics: no answer from the broker"));
-  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return fail(Error::transient_error(
-        fmt::format("CreateTopics {}: {}", topic, rd_kafka_event_error_string(ev.get()))));
-  }
-  const auto* result = rd_kafka_event_CreateTopics_result(ev.get());
+  auto ev = admin_call(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout, "CreateTopics " + topic,
+                       [&](rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+                         rd_kafka_NewTopic_t* topics[] = {new_topic.get()};
+                         rd_kafka_CreateTopics(rk, topics, 1, options, queue);
+                       });
+  if (!ev) return fail(ev.error());
+  const auto* result = rd_kafka_event_CreateTopics_result(ev->get());
   size_t count = 0;
   const rd_kafka_topic_result_t** results = rd_kafka_CreateTopics_result_topics(result, &count);
   for (size_t i = 0; i < count; ++i) {
