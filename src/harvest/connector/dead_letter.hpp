@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,11 @@ class DeadLetterSink {
   /// Durably records `letter` (a repeat of the same key is a success).
   [[nodiscard]] virtual Status write(const DeadLetter& letter) = 0;
 };
+
+/// The dead-letter reason of a coordinate collision
+/// (CollisionPolicy::kDeadLetter); its replay starts the record under the
+/// binding's current key incarnation.
+inline constexpr std::string_view kCollisionReason = "coordinate_collision";
 
 /// The default sink: one row per letter in `harvest_connector_dead_letters`
 /// (created by connector_migrations()). Usable as soon as it is constructed;

@@ -316,6 +316,9 @@ class ConnectorRuntime {
                                                                const std::vector<size_t>& group);
   /// Whether `m` sits at or past a collision this runtime holds on.
   bool behind_held_collision(const Message& m);
+  /// settle()'s kCollisionHold: counts the collision and, for the first one,
+  /// records the report the binding holds on (log, status, gauge).
+  void hold_on_collision(const Dispatched& d, PassSummary& summary);
   Dispatched settle_outcome(const Message& m, const Mapped& mapped,
                             const Result<Committed>& outcome);
   Dispatched poison(const Message& m, const std::string& key, const std::string& reason,

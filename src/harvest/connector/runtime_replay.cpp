@@ -33,9 +33,6 @@ Result<Coordinates> stored_coordinates(const connector_dlq::StoredDeadLetter& ro
   return coordinates_from_json(*json);
 }
 
-// The dead-letter reason of a coordinate collision (CollisionPolicy::kDeadLetter).
-constexpr std::string_view kCollisionReason = "coordinate_collision";
-
 }  // namespace
 
 ConnectorRuntime& ConnectorRuntime::with_replay_store(

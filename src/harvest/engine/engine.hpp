@@ -243,11 +243,7 @@ class Engine {
   [[nodiscard]] Result<PreparedSignal> prepare_signal_with_start(
       const SignalWithStartRequest& request) const;
   std::vector<Result<SignalWithStartOutcome>> signal_with_start_prepared(
-      std::vector<Result<PreparedSignal>> prepared, bool refuse_collisions = false,
-      std::vector<uint8_t>* marks = nullptr);
-  // What signal_with_start_prepared marks an item with, when asked.
-  static constexpr uint8_t kMarkCollision = 1;  // its key came from another record
-  static constexpr uint8_t kMarkWithheld = 2;   // not committed: another item collided
+      std::vector<Result<PreparedSignal>>& prepared, bool refuse_collisions = false);
   void record_start(const std::string& workflow, const Result<StartOutcome>& r);
   // The shard holding `execution_id`, found by asking each in turn.
   Result<std::optional<size_t>> locate(const std::string& execution_id);

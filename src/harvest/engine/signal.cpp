@@ -49,6 +49,8 @@ Error closed_run(const std::string& id, const std::string& workflow,
 struct Engine::PreparedSignal {
   NewEntitySignal item;
   std::optional<std::string> bad_input;  // why the start input cannot start a run
+  bool collision = false;                // set by the store: the key was staged from another record
+  bool withheld = false;                 // not committed: another signal of the batch collided
 };
 
 Result<SignalOutcome> Engine::signal(const SignalRequest& req) {
@@ -173,7 +175,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_batch(
       prepared.push_back(prepare_signal_with_start(r));
     }
   }
-  return signal_with_start_prepared(std::move(prepared));
+  return signal_with_start_prepared(prepared);
 }
 
 std::vector<Result<internal::Derived<SignalWithStartOutcome>>>
@@ -199,28 +201,26 @@ Engine::signal_with_start_batch_derived(std::vector<internal::DerivedSignalWithS
     if (p) p->item.signal_fingerprint = r.fingerprint;
     prepared.push_back(std::move(p));
   }
-  std::vector<uint8_t> marks(prepared.size(), 0);
-  auto outcomes = signal_with_start_prepared(std::move(prepared), refuse_collisions, &marks);
+  auto outcomes = signal_with_start_prepared(prepared, refuse_collisions);
   std::vector<Result<internal::Derived<SignalWithStartOutcome>>> out;
   out.reserve(outcomes.size());
   for (size_t i = 0; i < outcomes.size(); ++i) {
-    if (marks[i] == kMarkWithheld) {
+    if (prepared[i] && prepared[i]->withheld) {
       out.push_back(internal::Derived<SignalWithStartOutcome>{.withheld = true});
       continue;
     }
     if (!outcomes[i]) {
       out.push_back(fail(std::move(outcomes[i].error())));
     } else {
-      out.push_back(internal::Derived<SignalWithStartOutcome>{std::move(*outcomes[i]),
-                                                              marks[i] == kMarkCollision});
+      out.push_back(internal::Derived<SignalWithStartOutcome>{
+          std::move(*outcomes[i]), prepared[i] && prepared[i]->collision});
     }
   }
   return out;
 }
 
 std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
-    std::vector<Result<PreparedSignal>> prepared, bool refuse_collisions,
-    std::vector<uint8_t>* marks) {
+    std::vector<Result<PreparedSignal>>& prepared, bool refuse_collisions) {
   std::vector<Result<SignalWithStartOutcome>> out(
       prepared.size(), fail(Error::internal("signal-with-start was not processed")));
   std::map<size_t, std::vector<size_t>> by_shard;
@@ -276,7 +276,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
         const StoredEntitySignal& s = (*stored)[k];
         const NewExecution& start = items[k].start;
         if (s.withheld) {
-          if (marks) (*marks)[i] = kMarkWithheld;
+          prepared[i]->withheld = true;
           out[i] = fail(Error::transient_error(
               "not committed: another signal of its batch met a coordinate collision; retry"));
           continue;
@@ -301,7 +301,7 @@ std::vector<Result<SignalWithStartOutcome>> Engine::signal_with_start_prepared(
           continue;
         }
         woke = woke || !s.duplicate_signal;
-        if (marks && s.collision) (*marks)[i] = kMarkCollision;
+        prepared[i]->collision = s.collision;
         if (s.started) {
           config_.metrics->increment(metrics::kEngineStarts,
                                      {{"workflow", start.workflow}, {"outcome", "started"}});
