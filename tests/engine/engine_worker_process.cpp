@@ -5,6 +5,11 @@
 //   no outcome recorded and its leases left to lapse. Every incarnation uses
 //   the same --instance-id, so the next one takes the dead one's runs back at
 //   once (as a restarted pod does).
+// - `progresses` (the poison-pill test's long run): five steps s0..s4, of
+//   which this process executes one and dies (std::abort) at the next, so
+//   each incarnation records exactly one step more than the last; a step at
+//   or past its input (an int) always aborts, a point the run never gets
+//   past. Prints "step <i>" for a step it records and "crashing" as it dies.
 // - `sleeps` (the clock-skew test, ENG-21, run under faketime): prints
 //   "invoked" each time a claim runs it, then sleeps durably for its input
 //   in milliseconds.
@@ -26,6 +31,7 @@
 // engine cannot open.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -89,6 +95,19 @@ int main(int argc, char** argv) {
       std::abort();
     });
     return 0;
+  });
+  workflows.add("progresses", [](engine::WorkflowContext& ctx, int passable) {
+    static std::atomic<int> executed{0};  // step bodies this process ran
+    for (int i = 0; i < 5; ++i) {
+      ctx.step("s" + std::to_string(i), [i, passable] {
+        if (i >= passable || executed++ >= 1) {
+          std::cout << "crashing" << std::endl;
+          std::abort();
+        }
+        std::cout << "step " << i << std::endl;
+      });
+    }
+    return 5;
   });
   workflows.add(
       "keyed",

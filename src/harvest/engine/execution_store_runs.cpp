@@ -92,8 +92,15 @@ constexpr const char* kTakeover =
     "l AS (UPDATE harvest_run_leases r SET lease_owner = $1 || '/' || n.n, "
     "  lease_expires_at = now() + $2 * interval '1 millisecond', claimed_at = now() "
     "  FROM n WHERE r.execution_id = n.id RETURNING r.execution_id, r.lease_owner), "
-    "k AS (UPDATE harvest_workflow_executions x SET crash_count = x.crash_count + 1, "
-    "  updated_at = now() FROM l WHERE x.id = l.execution_id RETURNING x.id, "
+    // crash_count: takeovers since the run last recorded a durable
+    // operation. A holder that recorded one since the previous takeover
+    // (crash_mark: the newest op_seq then) starts the count again at this
+    // one; otherwise it goes up by one (ENG-18).
+    "p AS (SELECT l.execution_id, (SELECT max(ev.op_seq) FROM harvest_workflow_events ev "
+    "  WHERE ev.execution_id = l.execution_id) AS mark FROM l), "
+    "k AS (UPDATE harvest_workflow_executions x SET crash_count = CASE "
+    "  WHEN p.mark > x.crash_mark THEN 1 ELSE x.crash_count + 1 END, crash_mark = p.mark, "
+    "  updated_at = now() FROM p WHERE x.id = p.execution_id RETURNING x.id, "
     "x.crash_count) " HARVEST_CLAIM_SELECT
     "FROM l JOIN n ON n.id = l.execution_id JOIN k ON k.id = n.id";
 

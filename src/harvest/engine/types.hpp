@@ -195,11 +195,14 @@ struct WorkflowOptions {
   std::optional<ThrottlePolicy> throttle;
   std::optional<DebouncePolicy> debounce;  ///< see DebouncePolicy
   std::optional<BatchPolicy> batch;        ///< see BatchPolicy
-  /// ENG-18: a run whose lease was taken over this many times in a row from a
-  /// worker that recorded no outcome (it crashed, was OOM-killed, or lost its
-  /// lease) fails with reason `crashed_worker` into the engine's dead letters
-  /// instead of taking down the next worker too. "In a row": a suspension, a
-  /// retry or a replay starts the count again. 0 disables the check.
+  /// ENG-18: a run whose lease was taken over this many times since it last
+  /// recorded a durable operation (its workers crashed, were OOM-killed or
+  /// lost their lease at the same point) fails with reason `crashed_worker`
+  /// into the engine's dead letters instead of taking down the next worker
+  /// too. A takeover from a holder that recorded a step, timer or signal
+  /// since the previous takeover starts the count again at 1, as do a
+  /// suspension, a retry and a replay: a long run that makes progress
+  /// survives any number of node restarts. 0 disables the check.
   int poison_pill_threshold = 3;
   /// Per-key concurrency; unset: runs are claimed without looking at keys.
   std::optional<ConcurrencyPolicy> concurrency;

@@ -289,8 +289,9 @@ bool Worker::contain_crash_loop(size_t shard, const ClaimedRun& run, const Workf
   const int threshold = def.options.poison_pill_threshold;
   if (threshold <= 0 || run.crash_count < threshold) return false;
   const std::string error = fmt::format(
-      "crashed_worker: the run's lease was taken over {} times in a row from a worker that "
-      "recorded no outcome (a crash, an OOM kill or a lost lease); poison_pill_threshold is {}. "
+      "crashed_worker: the run's lease was taken over {} times since it last recorded a durable "
+      "operation (its workers crashed, were OOM-killed or lost their lease at the same point); "
+      "poison_pill_threshold is {}. "
       "It is not run again until replayed from the dead letters",
       run.crash_count, threshold);
   log::error("execution {} ({}): {}", run.id, run.workflow_name, error);
