@@ -162,7 +162,7 @@ struct ClaimedRun {
   bool entity_reuse = false;          // created by signal-with-start under allow_after_close
   std::optional<TraceContext> trace;  // the start's trace context
   bool cancel_requested = false;      // an operator asked the run to cancel (ENG-17)
-  // Takeovers in a row from a holder that recorded no outcome, this claim
+  // Takeovers since the run last recorded a durable operation, this claim
   // included when it was one (ENG-18).
   int crash_count = 0;
   // The database's clock minus this host's, measured by the claim (ENG-21):
