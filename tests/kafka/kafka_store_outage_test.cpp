@@ -7,84 +7,36 @@
 //
 // The store is a private cluster of this test's own (initdb into a temporary
 // directory, on a free port), since the shared test cluster cannot be crashed.
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <random>
 #include <set>
 
 #include "kafka_connector_fixture.hpp"
+#include "support/private_cluster.hpp"
 #include <harvest/common/log.hpp>
-#include <harvest/store/dev_cluster.hpp>
 #include <harvest/store/pg.hpp>
 
 namespace harvest::kafka::testing {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A port nothing listens on now: the kernel's pick for an ephemeral bind.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 class KafkaStoreOutageTest : public KafkaConnectorTest {
  protected:
   void SetUp() override {
     KafkaConnectorTest::SetUp();
     if (HasFatalFailure()) return;
-    dir_ = fs::temp_directory_path() / unique_name("harvest-outage-pg");
-    fs::create_directories(dir_);
-    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
-    cluster_ = store::DevClusterConfig{dir_ / "pg", free_port()};
-    auto url = store::ensure_dev_cluster(cluster_);
+    cluster_ = std::make_unique<harvest::testing::PrivateCluster>("harvest-outage-pg");
+    auto url = cluster_->start();
     ASSERT_TRUE(url) << url.error().describe();
     private_url_ = *url;
   }
   void TearDown() override {
-    pg_ctl("-m immediate stop");
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    cluster_.reset();
     KafkaConnectorTest::TearDown();
   }
 
-  // Runs pg_ctl on the private cluster (as its owner); true on success.
-  bool pg_ctl(const std::string& action) {
-    auto bindir = store::postgres_bindir();
-    if (!bindir) return false;
-    const std::string cmd = fmt::format(
-        "{}{} -D {} -w {} >/dev/null 2>&1", ::geteuid() == 0 ? "runuser -u postgres -- " : "",
-        (*bindir / "pg_ctl").string(), cluster_.data_dir.string(), action);
-    return std::system(cmd.c_str()) == 0;
-  }
-  bool start_private() {
-    auto url = store::ensure_dev_cluster(cluster_);
-    return url.has_value();
-  }
-
-  // A count on the private store; -1 while it cannot answer.
-  long long private_count(const std::string& sql) {
-    auto conn = store::Connection::open(private_url_);
-    if (!conn) return -1;
-    auto r = (*conn)->exec(sql);
-    return r && !r->empty() ? std::stoll(r->get(0, 0)) : -1;
-  }
+  bool pg_ctl(const std::string& action) { return cluster_->pg_ctl(action); }
+  bool start_private() { return cluster_->start().has_value(); }
+  long long private_count(const std::string& sql) { return cluster_->count(sql); }
   long long private_executions() {
     return private_count("SELECT count(*) FROM harvest_workflow_executions");
   }
@@ -118,8 +70,7 @@ class KafkaStoreOutageTest : public KafkaConnectorTest {
     return out;
   }
 
-  fs::path dir_;
-  store::DevClusterConfig cluster_;
+  std::unique_ptr<harvest::testing::PrivateCluster> cluster_;
   std::string private_url_;
 };
 
