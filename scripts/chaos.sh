@@ -28,8 +28,9 @@
 # executions, or signals for SQS, are committed again; max over the faults).
 #
 # More scenarios live in scripts/chaos/: sqs.sh, topology.sh (readonly,
-# diskfull, failover, failover_async), network.sh (net_latency, net_bandwidth,
-# net_reset, net_blackhole, net_commit_reset, net_drop), each file's header
+# diskfull, failover, failover_async), pooler.sh (pooler), network.sh
+# (net_latency, net_bandwidth, net_reset, net_blackhole, net_commit_reset,
+# net_drop), clock.sh, cluster.sh; each file's header
 # says what its scenarios do.
 #
 # The seed (printed as `CHAOS seed=<s>`) fixes every random choice: kill and

@@ -82,6 +82,10 @@ server_reset_query =
 # default, 120 s, would hold every caller that long through a database
 # outage): harvest sees an outage within seconds (docs/operations.md).
 query_wait_timeout = 5
+# After a failed login to the server (the database restarting), PgBouncer
+# waits this long before it tries again; its default, 15 s, holds every
+# client that long after the database is back (docs/operations.md).
+server_login_retry = 1
 ignore_startup_parameters = extra_float_digits,options
 logfile = $LOGFILE
 pidfile = $PIDFILE

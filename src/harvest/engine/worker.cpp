@@ -181,16 +181,42 @@ std::optional<Worker::Claimed> Worker::next(std::stop_token st) {
       for (auto& c : *claimed) queue_.push_back(std::move(c));
     }
     queue_cv_.notify_all();
+    note_claim(claimed ? nullptr : &claimed.error());
     if (!queue_.empty()) continue;
     lock.unlock();
     if (!claimed) {
-      log::warn("worker cannot claim work: {}", claimed.error().describe());
       nap(st, config_.poll_interval * 5);
       continue;
     }
     engine_.work_signal().wait(seen, config_.poll_interval, st);
   }
   return std::nullopt;
+}
+
+void Worker::note_claim(const Error* failure) {
+  // Every run thread claims in turn, so through a database outage each one
+  // fails once per nap: one line when claims start failing, then one per
+  // 10 s with the count, and one when they succeed again.
+  const auto now = std::chrono::steady_clock::now();
+  if (!failure) {
+    if (claims_failing_) {
+      log::info("worker claims work again ({} failed claims since the last report)",
+                claim_failures_);
+    }
+    claims_failing_ = false;
+    claim_failures_ = 0;
+    return;
+  }
+  ++claim_failures_;
+  if (!claims_failing_ || now - claim_failure_logged_ >= std::chrono::seconds(10)) {
+    log::warn(
+        "worker cannot claim work ({} failed claims since the last report; the next "
+        "report in 10 s): {}",
+        claim_failures_, failure->describe());
+    claims_failing_ = true;
+    claim_failures_ = 0;
+    claim_failure_logged_ = now;
+  }
 }
 
 void Worker::sweep_locks(size_t shard) {

@@ -138,6 +138,9 @@ class Worker {
   bool contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def);
   void observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started);
   void forget(const std::string& lease);
+  /// Logs a claim that failed (`failure`) or succeeded, at most one line per
+  /// 10 s while claims keep failing. Caller holds mu_.
+  void note_claim(const Error* failure);
   /// ENG-20: hands the durable locks of ended runs on to the next in line.
   void sweep_locks(size_t shard);
   /// Hands back claimed runs that never started (on stop).
@@ -160,6 +163,11 @@ class Worker {
   std::condition_variable_any queue_cv_;
   std::list<Claimed> queue_;
   bool claiming_ = false;
+  /// Failed claims since the last line logged about them, whether claims are
+  /// failing, and when the last such line was logged. Under mu_.
+  int claim_failures_ = 0;
+  bool claims_failing_ = false;
+  std::chrono::steady_clock::time_point claim_failure_logged_{};
   std::map<std::string, Active> active_;  ///< lease token -> the run, claimed and not settled
   std::atomic<size_t> next_shard_{0};
   /// Per shard: where the runnable scan starts (ExecutionStore::claim). Under mu_.
