@@ -164,7 +164,7 @@ TEST_F(HardeningTest, IdleAndSlowConnectionsDoNotStarveNewRequests) {
   auto r = post(path("/workflows/echo/start"), R"({"workflow_id":"w","input":1})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 201);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s * harvest::testing::kSanitizerSlowdown);
   for (int s = 0; s < 3; ++s) {
     for (auto& d : drip) d.send("E");
     std::this_thread::sleep_for(1s);
@@ -172,6 +172,76 @@ TEST_F(HardeningTest, IdleAndSlowConnectionsDoNotStarveNewRequests) {
   int closed = 0;
   for (auto& d : drip) closed += d.closed_by_peer(2s) ? 1 : 0;
   EXPECT_EQ(closed, 16) << "a connection dripping its headers outlived read_timeout";
+  expect_alive();
+}
+
+// Issue 48 item 9: 16 connections dripping a header byte every 3 s beside
+// 2,000 idle ones, all held by the server (max_connections 4096). Once every
+// one was accepted, /healthz and an authenticated API request are each
+// answered within 1 s, again and again for 9 s.
+TEST_F(HardeningTest, HealthAndApiAnswerWithin1sBeside16DrippingAnd2000IdleConnections) {
+  api::ApiConfig cfg;
+  cfg.token = "t";
+  cfg.threads = 2;
+  cfg.max_connections = 4096;
+  cfg.read_timeout = 15s;        // the drippers outlive the measurement
+  cfg.keep_alive_timeout = 15s;  // and so do the idle connections
+  serve(workflows(), {}, cfg);
+  std::vector<RawConnection> idle;
+  idle.reserve(2000);
+  for (int i = 0; i < 2000; ++i) {
+    idle.emplace_back(server_->port());
+    ASSERT_TRUE(idle.back().connected()) << "connection " << i << ": out of descriptors?";
+  }
+  std::vector<RawConnection> drip;
+  for (int i = 0; i < 16; ++i) {
+    drip.emplace_back(server_->port());
+    ASSERT_TRUE(drip.back().connected());
+    drip.back().send("G");
+  }
+  // Accepts are first come, first served: once a later request is answered,
+  // every connection above is open on the server.
+  expect_alive();
+  const httplib::Headers auth{{"Authorization", "Bearer t"}};
+  const auto bound = 1s * harvest::testing::kSanitizerSlowdown;
+  for (int round = 0; round < 6; ++round) {
+    if (round % 2 == 0) {
+      for (auto& d : drip) EXPECT_TRUE(d.send("E")) << "a dripper was closed early";
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    auto health = get("/healthz");
+    const auto health_took = std::chrono::steady_clock::now() - t0;
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    EXPECT_LT(health_took, bound)
+        << "round " << round << ": /healthz took "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(health_took).count() << " ms";
+    t0 = std::chrono::steady_clock::now();
+    auto r = post(path("/workflows/echo/start"),
+                  R"({"workflow_id":"w)" + std::to_string(round) + R"(","input":1})", auth);
+    const auto api_took = std::chrono::steady_clock::now() - t0;
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 201) << r->body;
+    EXPECT_LT(api_took, bound)
+        << "round " << round << ": the start took "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(api_took).count() << " ms";
+    std::this_thread::sleep_for(1500ms);
+  }
+  EXPECT_EQ(scalar("SELECT count(*) FROM harvest_workflow_executions"), 6);
+}
+
+// A connection that never sends a byte is closed after keep_alive_timeout,
+// as a kept-alive one between requests is, not held for read_timeout.
+TEST_F(HardeningTest, AConnectionThatSendsNothingIsClosedAfterTheKeepAliveTimeout) {
+  api::ApiConfig cfg;
+  cfg.keep_alive_timeout = 1s;
+  cfg.read_timeout = 30s;
+  serve(workflows(), {}, cfg);
+  RawConnection silent(server_->port());
+  ASSERT_TRUE(silent.connected());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(silent.closed_by_peer(5s)) << "held past keep_alive_timeout";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   expect_alive();
 }
 
@@ -222,9 +292,8 @@ TEST_F(HardeningTest, HeadAnswersAsGetWithoutABody) {
   EXPECT_TRUE(answers.substr(head_end + 4).starts_with("HTTP/1.1 200")) << answers;
 
   // HEAD on a path that only takes POST is still a 405.
-  std::string refused =
-      raw_request("HEAD " + path("/workflows/echo/start") +
-                  " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string refused = raw_request("HEAD " + path("/workflows/echo/start") +
+                                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_of(refused), 405) << refused.substr(0, 200);
 }
 
@@ -248,7 +317,7 @@ TEST_F(HardeningTest, HealthAnswersWhileTheRequestThreadsAreBusy) {
   std::this_thread::sleep_for(300ms);
   auto t0 = std::chrono::steady_clock::now();
   expect_alive();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s * harvest::testing::kSanitizerSlowdown);
   ASSERT_TRUE((*locker)->exec("ROLLBACK"));
   for (auto& t : busy) t.join();
   EXPECT_EQ(executions(), 4);

@@ -13,6 +13,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #pragma GCC diagnostic pop
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <future>
 #include <list>
@@ -184,7 +187,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                               s_.config.max_connections)),
                    new_request_id(), "unrouted", false);
     }
-    read_request();
+    // Until its first byte a new connection is an idle one, held no longer
+    // than a kept-alive connection between requests: a client that connects
+    // and sends nothing gives its descriptor back after keep_alive_timeout.
+    await_next_request();
   }
 
   // Closes the socket (pending operations complete as aborted) and leaves
@@ -452,7 +458,14 @@ void ServerCore::accept() {
 void ServerCore::on_accept(beast::error_code ec, tcp::socket socket) {
   if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
   if (ec) {
-    // Out of descriptors or a transient network error: try again shortly
+    // Out of descriptors: an idle connection gives its own up and the next
+    // one in the backlog is accepted at once, as at max_connections.
+    if ((ec == net::error::no_descriptors ||
+         ec == boost::system::errc::too_many_files_open_in_system) &&
+        make_room()) {
+      return accept();
+    }
+    // Nothing to free, or a transient network error: try again shortly
     // rather than spin (the pending connections wait in the backlog).
     log::warn("HTTP API could not accept a connection: {}; retrying in 100 ms", ec.message());
     accept_retry.expires_after(std::chrono::milliseconds(100));
@@ -479,6 +492,31 @@ bool ServerCore::make_room() {
     return true;
   }
   return false;
+}
+
+// max_connections open sockets need as many descriptors, plus the
+// database connections and files beside them: the soft RLIMIT_NOFILE is
+// raised up to the hard one when it is lower (it is 1024 under many service
+// managers), and a limit still too low is logged, naming the setting.
+void ensure_descriptors(size_t max_connections) {
+  constexpr rlim_t kBeside = 256;
+  const rlim_t want = static_cast<rlim_t>(max_connections) + kBeside;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= want) return;
+  const rlim_t soft = lim.rlim_max == RLIM_INFINITY ? want : std::min(want, lim.rlim_max);
+  if (soft > lim.rlim_cur) {
+    rlimit raised{soft, lim.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim.rlim_cur = soft;
+  }
+  if (lim.rlim_cur < want) {
+    log::warn(
+        "the process may open {} files (RLIMIT_NOFILE, hard limit {}), fewer than the {} "
+        "that ApiConfig::max_connections {} needs with room for its database connections: "
+        "past that, idle connections are closed to accept new ones",
+        static_cast<unsigned long long>(lim.rlim_cur),
+        static_cast<unsigned long long>(lim.rlim_max), static_cast<unsigned long long>(want),
+        max_connections);
+  }
 }
 
 }  // namespace
@@ -522,6 +560,7 @@ Status HttpServer::start() {
     return cannot_listen(ec);
   }
   s.port = s.acceptor.local_endpoint().port();
+  ensure_descriptors(s.config.max_connections);
   s.work.emplace(s.ioc.get_executor());
   s.accept();
   s.io_thread = std::thread([&s] { s.ioc.run(); });

@@ -32,7 +32,8 @@
 //   body > max_body_bytes (Content-Length or chunked) 413
 //   JSON body nested deeper than max_json_depth     400
 //   request not complete within read_timeout        connection closed
-//   (keep_alive_timeout for the next request on a kept-alive connection)
+//   of its first byte (keep_alive_timeout for that first byte, on a new
+//   connection as on a kept-alive one)
 //   more than max_connections open: the longest-waiting connection that is
 //   not being served is closed to make room (503 when all are being served).
 // Access: a Host header outside allowed_hosts → 421; with a token set, every
@@ -109,16 +110,20 @@ struct ApiConfig {
   size_t max_json_depth = 128;
   /// Threads running API handlers (one request each at a time). Default 8.
   size_t threads = 8;
-  /// Connections open at once. Default 1024.
+  /// Connections open at once. Default 1024. start() raises the process's
+  /// soft RLIMIT_NOFILE towards this plus 256 (up to the hard limit) and
+  /// warns when it stays below; out of descriptors, an idle connection is
+  /// closed to accept a new one.
   size_t max_connections = 1024;
   /// A kept-alive connection must send its next complete request within this
   /// long, or it is closed. Default 5 s.
   std::chrono::seconds keep_alive_timeout{5};
   /// Requests served on one connection before it is closed. Default 1000.
   size_t keep_alive_max_requests = 1000;
-  /// A new connection must deliver its complete request (headers and body)
-  /// within read_timeout; a response must be written within write_timeout.
-  /// Defaults 10 s and 10 s.
+  /// A new connection must send a first byte within keep_alive_timeout and
+  /// its complete request (headers and body) within read_timeout of that
+  /// byte; a response must be written within write_timeout. Defaults 10 s
+  /// and 10 s.
   std::chrono::seconds read_timeout{10};
   std::chrono::seconds write_timeout{10};  ///< see read_timeout; must be positive
   /// Bearer token every route but /healthz (and /metrics, see below) requires;
