@@ -79,7 +79,7 @@ install(FILES ${PROJECT_BINARY_DIR}/harvestConfig.cmake
 
 # harvest.pc: libraries in link order (dependents first), then what they need.
 set(HARVEST_PC_LIBS "")
-set(HARVEST_PC_REQUIRES "libpq nlohmann_json spdlog fmt libcrypto")
+set(HARVEST_PC_REQUIRES "libpq nlohmann_json spdlog fmt libcrypto re2")
 set(HARVEST_PC_CFLAGS "-DHARVEST_WITH_CONNECTORS=1")
 foreach(m cli plugin kafka_testing kafka sqs api metrics_prometheus connector connector_dlq engine
           store metrics common)

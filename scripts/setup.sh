@@ -7,7 +7,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang-format
   libpq-dev postgresql pgbouncer
   librdkafka-dev libcurl4-openssl-dev libssl-dev
-  nlohmann-json3-dev libspdlog-dev libfmt-dev
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libre2-dev
   prometheus-cpp-dev libcli11-dev libcpp-httplib-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   kcat curl

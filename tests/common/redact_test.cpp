@@ -44,6 +44,23 @@ TEST(Redact, aws_secrets_and_tokens) {
   EXPECT_EQ(redact_secrets("Authorization: Bearer abc.def-123"), "Authorization: Bearer ***");
 }
 
+// Every log line passes through the redaction, and a line can quote text
+// from a broker or a workflow's error of any length. libstdc++'s std::regex
+// recursed once per character of a repeated group, so each of these (a
+// credential followed by 1 MiB without a space) overflowed the stack and
+// killed the process; the redaction is linear now, and still masks them.
+TEST(Redact, a_megabyte_long_credential_is_masked_without_exhausting_the_stack) {
+  const std::string mib(1 << 20, 'a');
+  EXPECT_EQ(redact_secrets("x password=" + mib + " y"), "x password=*** y");
+  EXPECT_EQ(redact_secrets("x password='" + mib + "' y"), "x password=*** y");
+  EXPECT_EQ(redact_secrets("postgres://u:" + mib + "@h/d"), "postgres://u:***@h/d");
+  EXPECT_EQ(redact_secrets("Authorization: Bearer " + mib), "Authorization: Bearer ***");
+  EXPECT_EQ(redact_secrets(mib).size(), mib.size());
+  // Bytes that are not UTF-8 are matched as bytes, and kept.
+  const std::string binary = "\xff\xfe password=\x80\x81 \xc3";
+  EXPECT_EQ(redact_secrets(binary), "\xff\xfe password=*** \xc3");
+}
+
 }  // namespace
 }  // namespace harvest
 

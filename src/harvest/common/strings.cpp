@@ -1,5 +1,6 @@
+#include <re2/re2.h>
+
 #include <chrono>
-#include <regex>
 
 #include <harvest/common/strings.hpp>
 
@@ -34,17 +35,19 @@ std::vector<std::string> split_list(std::string_view list, char separator) {
 }
 
 bool is_timestamp(const std::string& s) {
-  static const std::regex kShape(
-      R"(^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$)");
-  std::smatch m;
-  if (!std::regex_match(s, m, kShape)) return false;
-  const auto num = [&](int g) { return std::stoi(m[g].str()); };
-  const std::chrono::year_month_day date{std::chrono::year(num(1)),
-                                         std::chrono::month(static_cast<unsigned>(num(2))),
-                                         std::chrono::day(static_cast<unsigned>(num(3)))};
-  if (!date.ok() || num(1) < 1) return false;
-  if (num(4) > 23 || num(5) > 59 || num(6) > 59) return false;
-  if (m[9].matched && (num(9) > 23 || num(10) > 59)) return false;
+  static const RE2 kShape(
+      R"((\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?(?:[Zz]|[+-](\d{2}):(\d{2})))");
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  std::string off_h, off_m;  // empty for Z
+  if (!RE2::FullMatch(s, kShape, &year, &month, &day, &hour, &minute, &second, &off_h, &off_m)) {
+    return false;
+  }
+  const std::chrono::year_month_day date{std::chrono::year(year),
+                                         std::chrono::month(static_cast<unsigned>(month)),
+                                         std::chrono::day(static_cast<unsigned>(day))};
+  if (!date.ok() || year < 1) return false;
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  if (!off_h.empty() && (std::stoi(off_h) > 23 || std::stoi(off_m) > 59)) return false;
   return true;
 }
 
