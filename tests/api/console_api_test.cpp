@@ -97,6 +97,36 @@ TEST_F(ConsoleApiTest, the_pages_are_served_under_ui_with_a_strict_policy_and_no
   EXPECT_EQ(api->get_header_value("X-Content-Type-Options"), "nosniff");
 }
 
+// Issue 48 item 7: the page carries the API prefix the server was given, as
+// inert attribute text, and its script calls that prefix (under the path the
+// page was served from) rather than a fixed /api/harvest.
+TEST_F(ConsoleApiTest, the_page_carries_the_servers_api_prefix_escaped) {
+  api::ApiConfig config;
+  config.prefix = "/tools/h&q\"<b>";
+  serve(workflows(), {}, config);
+  auto page = client().Get("/ui/");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find(
+                R"(<meta name="harvest-api-prefix" content="/tools/h&amp;q&quot;&lt;b&gt;">)"),
+            std::string::npos)
+      << page->body;
+  EXPECT_EQ(page->body.find("/api/harvest"), std::string::npos);
+  auto script = client().Get("/ui/app.js");
+  ASSERT_TRUE(script);
+  EXPECT_NE(script->body.find(R"(document.querySelector('meta[name="harvest-api-prefix"]'))"),
+            std::string::npos)
+      << "the script takes the prefix from the page";
+}
+
+TEST_F(ConsoleApiTest, the_default_page_names_the_default_prefix) {
+  serve(workflows());
+  auto page = client().Get("/ui/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find(R"(<meta name="harvest-api-prefix" content="/api/harvest">)"),
+            std::string::npos);
+}
+
 TEST_F(ConsoleApiTest, the_console_can_be_turned_off) {
   api::ApiConfig config;
   config.console = false;

@@ -4,7 +4,38 @@
 
 namespace harvest::api {
 
-std::optional<ApiResponse> console_response(std::string_view path, bool read) {
+namespace {
+
+// The page as built names the default prefix; the server writes its own.
+constexpr std::string_view kPrefixMeta = R"(name="harvest-api-prefix" content="/api/harvest")";
+
+std::string html_attribute(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ApiResponse> console_response(std::string_view path, bool read,
+                                            std::string_view api_prefix) {
   if (path != "/ui" && !path.starts_with("/ui/")) return std::nullopt;
   if (!read) {
     auto r = error_response(405, "method_not_allowed", "the console's pages answer GET and HEAD");
@@ -21,8 +52,15 @@ std::optional<ApiResponse> console_response(std::string_view path, bool read) {
   if (!asset) {
     return error_response(404, "not_found", "the console has no page at this path");
   }
+  std::string body(asset->body);
+  if (asset->content_type.starts_with("text/html")) {
+    if (const auto at = body.find(kPrefixMeta); at != std::string::npos) {
+      body.replace(at, kPrefixMeta.size(),
+                   R"(name="harvest-api-prefix" content=")" + html_attribute(api_prefix) + "\"");
+    }
+  }
   ApiResponse r{.status = 200,
-                .body = std::string(asset->body),
+                .body = std::move(body),
                 .content_type = std::string(asset->content_type),
                 .headers = {},
                 .log_detail = {}};

@@ -20,7 +20,9 @@ struct ConsoleAsset {
 
 // The answer for a request to `path` when it is the console's (/ui or under
 // it), with the pages' Content-Security-Policy; nullopt for any other path.
-// `read`: the request is a GET or HEAD (anything else is a 405).
-[[nodiscard]] std::optional<ApiResponse> console_response(std::string_view path, bool read);
+// `read`: the request is a GET or HEAD (anything else is a 405). The page
+// carries `api_prefix` (ApiConfig::prefix, HTML-escaped) for its script.
+[[nodiscard]] std::optional<ApiResponse> console_response(std::string_view path, bool read,
+                                                          std::string_view api_prefix);
 
 }  // namespace harvest::api

@@ -332,7 +332,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // they make is an API call and needs the token like any other).
     if (s_.config.console) {
       const bool read = req.method() == http::verb::get || req.method() == http::verb::head;
-      if (auto page = console_response(path_of(req.target()), read); page) {
+      if (auto page = console_response(path_of(req.target()), read, s_.config.prefix); page) {
         return reply(std::move(*page), rid, "console", keep_alive);
       }
     }

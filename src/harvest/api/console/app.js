@@ -15,7 +15,16 @@
 // the only links built from data are "#/..." routes with encodeURIComponent'd
 // segments and a trace URL that parses as http(s).
 
-const API = '/api/harvest';
+// The API this page calls: the prefix the server wrote into the page
+// (ApiConfig::prefix), under the path the page itself was served from, so a
+// console behind a reverse proxy at /tools/harvest/ui/ calls
+// /tools/harvest/api/harvest.
+const API = (() => {
+  const meta = document.querySelector('meta[name="harvest-api-prefix"]');
+  const prefix = meta ? meta.getAttribute('content') : '/api/harvest';
+  const at = location.pathname.lastIndexOf('/ui/');
+  return (at > 0 ? location.pathname.slice(0, at) : '') + prefix;
+})();
 const PRODUCT = 'harvest console';
 // The token lives in sessionStorage: it survives a reload of this tab but not
 // the closing of the tab, it is not shared with other tabs, and unlike a
