@@ -109,14 +109,21 @@ pass_begin "$PRESET-tests"
 ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" "$@"
 pass_end
 
-# A full run also runs the postgres suite a second time with every engine a
-# test opens reaching PostgreSQL through PgBouncer in transaction pooling
-# (LISTEN on the direct URL), as a deployment behind a pooler does (issue 34).
+# A full run also runs the postgres suite, and the Kafka and SQS connector
+# suites, a second time with every engine a test opens (directly or through
+# the plugin) reaching PostgreSQL through PgBouncer in transaction pooling
+# (LISTEN on the direct URL), as a deployment behind a pooler does (issues
+# 34 and 48).
 if [[ $# -eq 0 && -n "${HARVEST_TEST_PGBOUNCER_URL:-}" ]]; then
-  echo "test: the postgres suite through PgBouncer (transaction pooling)"
+  echo "test: the postgres, Kafka connector and SQS connector suites through PgBouncer (transaction pooling)"
   pass_begin pooler
   HARVEST_TEST_THROUGH_POOLER="$HARVEST_TEST_PGBOUNCER_URL" \
     ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" -L '^postgres$'
+  if [[ -n "${HARVEST_TEST_KAFKA_BOOTSTRAP:-}" || -n "${HARVEST_TEST_SQS_ENDPOINT:-}" ]]; then
+    HARVEST_TEST_THROUGH_POOLER="$HARVEST_TEST_PGBOUNCER_URL" \
+      ctest --test-dir "build/$PRESET" --output-on-failure -j "${HARVEST_TEST_JOBS:-2}" \
+      -R '^(KafkaConnectorTest|KafkaCollisionTest|SqsConnectorTest|SqsCustodyTest)\.'
+  fi
   pass_end
 fi
 

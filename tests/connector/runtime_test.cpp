@@ -283,7 +283,7 @@ TEST_F(ConnectorTest, transient_start_failures_are_never_dead_lettered_nor_acked
   engine::EngineConfig config;
   config.pool_size = 1;
   config.pool_acquire_timeout = 100ms;
-  config.database_url = db_url();
+  config = engine_config(config);
   config.profile = "test";
   auto tight = engine::Engine::open(config, connector_workflows());
   ASSERT_TRUE(tight);

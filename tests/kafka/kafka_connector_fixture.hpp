@@ -150,7 +150,7 @@ class KafkaConnectorTest : public connector::testing::ConnectorTest {
   plugin::HarvestPlugin plugin() {
     plugin::HarvestPlugin p;
     engine::EngineConfig config;
-    config.database_url = db_url();
+    config = engine_config(config);
     config.profile = "test";
     p.engine_config(config)
         .workflows(connector::testing::connector_workflows())

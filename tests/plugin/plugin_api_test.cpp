@@ -20,13 +20,6 @@ using namespace std::chrono_literals;
 
 class PluginApiTest : public harvest::testing::PgTest {
  protected:
-  // This test's database, under the test profile.
-  engine::EngineConfig engine_config() const {
-    engine::EngineConfig config;
-    config.database_url = db_url();
-    config.profile = "test";
-    return config;
-  }
   // The API on a free loopback port.
   static api::ApiConfig api_on_free_port() {
     api::ApiConfig config;

@@ -29,7 +29,7 @@ class PluginTest : public harvest::testing::PgTest {
   HarvestPlugin plugin() {
     HarvestPlugin p;
     engine::EngineConfig config;
-    config.database_url = db_url();
+    config = engine_config(config);
     config.profile = "test";
     p.engine_config(config).workflows(connector_workflows());
     return p;
@@ -134,7 +134,7 @@ TEST_F(PluginTest,
   {
     log::LogCapture capture;  // a window set through engine_config counts as set
     engine::EngineConfig config;
-    config.database_url = db_url();
+    config = engine_config(config);
     config.profile = "test";
     config.start_idempotency_window = std::chrono::hours(24 * 7);
     HarvestPlugin p;
@@ -271,7 +271,7 @@ TEST_F(PluginTableTest, broker_native_bindings_alone_do_not_create_the_dead_lett
   auto binding = order_binding("native");
   binding.broker_native_dead_letter();
   engine::EngineConfig config;
-  config.database_url = db_url();
+  config = engine_config(config);
   config.profile = "test";
   auto app = HarvestPlugin()
                  .engine_config(config)

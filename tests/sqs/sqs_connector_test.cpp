@@ -151,7 +151,7 @@ class SqsConnectorTest : public harvest::testing::PgTest {
   plugin::HarvestPlugin plugin() {
     plugin::HarvestPlugin p;
     engine::EngineConfig config;
-    config.database_url = db_url();
+    config = engine_config(config);
     config.profile = "test";
     p.engine_config(config)
         .workflows(sqs_workflows())
@@ -244,7 +244,7 @@ TEST_F(SqsConnectorTest,
   engine::EngineConfig config;
   config.pool_size = 1;
   config.pool_acquire_timeout = 100ms;
-  config.database_url = db_url();
+  config = engine_config(config);
   config.profile = "test";
   config.metrics = metrics_;
   auto tight = engine::Engine::open(config, sqs_workflows());

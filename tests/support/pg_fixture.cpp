@@ -122,15 +122,15 @@ std::string PgTest::text(const std::string& sql, const store::Params& params) {
   return r->get(0, 0);
 }
 
-std::unique_ptr<engine::Engine> PgTest::open_engine(engine::WorkflowRegistry workflows,
-                                                    engine::EngineConfig config) {
+engine::EngineConfig PgTest::engine_config(engine::EngineConfig config) const {
   config.database_url = db_url_;
   if (config.profile.empty()) config.profile = "test";
-  // Issue 34: scripts/test.sh runs the postgres suite a second time with
-  // HARVEST_TEST_THROUGH_POOLER set to PgBouncer's URL (transaction
-  // pooling): every engine a test opens then reaches its shards through the
-  // pooler, LISTENing on the direct URLs, as a production deployment behind
-  // PgBouncer would. The test's own checks (db(), scalar()) stay direct.
+  // Issue 34: scripts/test.sh runs the postgres, kafka and sqs suites a
+  // second time with HARVEST_TEST_THROUGH_POOLER set to PgBouncer's URL
+  // (transaction pooling): every engine a test opens then reaches its shards
+  // through the pooler, LISTENing on the direct URLs, as a production
+  // deployment behind PgBouncer would. The test's own checks (db(),
+  // scalar()) stay direct.
   const char* pooled = std::getenv("HARVEST_TEST_THROUGH_POOLER");
   if (pooled && *pooled && config.pooler.empty()) {
     auto through = [&](const std::string& direct) {
@@ -152,7 +152,12 @@ std::unique_ptr<engine::Engine> PgTest::open_engine(engine::WorkflowRegistry wor
       }
     }
   }
-  auto e = engine::Engine::open(std::move(config), std::move(workflows));
+  return config;
+}
+
+std::unique_ptr<engine::Engine> PgTest::open_engine(engine::WorkflowRegistry workflows,
+                                                    engine::EngineConfig config) {
+  auto e = engine::Engine::open(engine_config(std::move(config)), std::move(workflows));
   EXPECT_TRUE(e) << e.error().message;
   return e ? std::move(*e) : nullptr;
 }
