@@ -1,8 +1,9 @@
 # The drifting-clock scenarios of scripts/chaos.sh (sourced by it, not run).
 #
 #   clock_ahead   two Kafka quickstart replicas in one consumer group (dynamic
-#                 membership), r1's wall clock 2 min ahead (libfaketime)
-#   clock_behind  the same with r1's wall clock 2 min behind
+#                 membership), r1's wall clock $CLOCK_SKEW_S (600 s) ahead
+#                 (libfaketime)
+#   clock_behind  the same with r1's wall clock $CLOCK_SKEW_S behind
 #
 # r1 runs with LD_PRELOAD=libfaketimeMT.so.1 FAKETIME=±$CLOCK_SKEW_S (and a
 # cnd_timedwait shim, see clock_shim; built with cc): only
@@ -10,11 +11,16 @@
 # CLOCK_MONOTONIC (steady_clock, librdkafka's timers) stays true
 # (FAKETIME_DONT_FAKE_MONOTONIC=1). The skew r1 really runs with is read
 # back from its API (last_pass_at of GET /connectors is its wall clock).
-# Faults while records flow: the true-clock replica r0 is kill -9-ed (r1 must
-# take its runs over, but only once their leases lapsed by the database's
-# clock) and restarted; then r1 is SIGSTOP-ed for $CLOCK_PAUSE_S s (default
-# 15, less than the 30 s run lease: nobody may take its runs over) and
-# SIGCONT-ed.
+# Faults while records flow, each forcing lease takeovers across the skew:
+#   1. the true-clock replica r0 is kill -9-ed at a moment it holds run leases
+#      (it is SIGSTOP-ed at random moments until the database shows it holding
+#      some: its runs take milliseconds) and stays down until the skewed r1
+#      has taken every one of them over, which it may only do once their
+#      leases lapsed by the database's clock; then r0 is restarted;
+#   2. r1 is SIGSTOP-ed for $CLOCK_PAUSE_S s (default 15, less than the 30 s
+#      run lease: nobody may take its runs over) and SIGCONT-ed;
+#   3. the skewed r1 is kill -9-ed the same way, holding leases, and r0 must
+#      take them all over; r1 is then restarted.
 #
 # A trigger on harvest_run_leases records every claim and takeover in
 # chaos_lease_audit (old and new owner, the old lease's expiry, the
@@ -24,15 +30,19 @@
 #                      expiry by its own clock would do that
 #   double_completed=0 no run completed twice (a trigger counts completions)
 #   retried=0          no run with attempt > 1 (the workflow never fails)
-#   takeovers=<n>      runs claimed again after their lease lapsed (only r0's
-#                      orphans of the kill may be, and only after its kill)
+#   takeovers=<n>      runs claimed again after their lease lapsed: exactly the
+#                      runs r0 held at its kill, each taken by r1, plus exactly
+#                      those r1 held at its kill, each taken by r0 (to=<n> and
+#                      from=<n> are the two counts; each must be at least 1)
+#   r1_share=<x>       r1's share of all claims; between 0.1 and 0.9, or the
+#                      skewed replica did not really share the work
 #   skew_s=<x>         r1's wall clock minus the true one, as seen; must be
 #                      within 15 s of the requested skew, or faketime did not take
 # The quickstart's workflow uses no durable timers, so "timers fire once" is
 # not exercised here.
 ALL+=(clock_ahead clock_behind)
 
-CLOCK_SKEW_S=${CLOCK_SKEW_S:-120}
+CLOCK_SKEW_S=${CLOCK_SKEW_S:-600}
 CLOCK_PAUSE_S=${CLOCK_PAUSE_S:-15}
 FAKETIME_LIB=${FAKETIME_LIB:-}
 
@@ -139,8 +149,52 @@ CREATE TRIGGER chaos_completion_audit AFTER UPDATE ON harvest_workflow_execution
 SQL
 }
 
+# leases_of PID: runs whose lease the process PID holds (a lease owner reads
+# <host>:<pid>:<random>/<claim>/<n>).
+leases_of() { sql "SELECT count(*) FROM harvest_run_leases WHERE split_part(lease_owner, ':', 2) = '$1'"; }
+
+# kill_holding NAME: kill -9 the app NAME at a moment it holds run leases;
+# sets KILLED_PID and HELD (how many it held). It is SIGSTOP-ed at random
+# moments until the database shows it holding some (frozen, it can neither
+# finish nor renew them); HELD=0 if that never happened within 200 tries.
+KILLED_PID=""
+HELD=0
+kill_holding() {
+  local name=$1 i
+  KILLED_PID=${APPS[$1]}
+  HELD=0
+  for ((i = 0; i < 200; i++)); do
+    kill -STOP "$KILLED_PID"
+    HELD=$(leases_of "$KILLED_PID")
+    ((${HELD:-0} > 0)) && break
+    kill -CONT "$KILLED_PID"
+    sleep "$(rand_s 0.05 0.3)"
+  done
+  kill9_app "$name"
+}
+
+# await_taken PID SECONDS: until no run is leased by the dead process PID
+# (the survivor took them all over); false after SECONDS.
+await_taken() {
+  local i
+  for ((i = 0; i < $2 * 5; i++)); do
+    [[ $(leases_of "$1") == 0 ]] && return 0
+    check_alive
+    sleep 0.2
+  done
+  return 1
+}
+
+# takeovers_between FROM_PID TO_PID: takeovers of lapsed leases from one process to the other.
+takeovers_between() {
+  sql "SELECT count(*) FROM chaos_lease_audit WHERE op = 'UPDATE' AND old_status = 'running'
+       AND old_expires < db_now AND split_part(old_owner, ':', 2) = '$1'
+       AND split_part(new_owner, ':', 2) = '$2'"
+}
+
 clock_scenario() {
   local skew=$1 producer_rc=0 i t t_kill seen steals double retried takeovers early_takeovers ok=1 extra
+  local r0_pid r1_pid r1b_pid held_r0 held_r1 to_skewed from_skewed share
   find_faketime_lib && clock_shim ||
     { LINE="CHAOS scenario=$SCENARIO RESULT=FAIL (libfaketime or cc missing)"; echo "$LINE"; return; }
   fresh_broker
@@ -160,18 +214,19 @@ clock_scenario() {
     log "r1 exited at start; the tail of its log:"
     tail -n 15 "$LOGS/$SCENARIO.r1.log" >&2 || true
   fi
-  kafka_produce "$STATE/$SCENARIO.records" 45
+  kafka_produce "$STATE/$SCENARIO.records" 120
 
   sleep "$(rand_s 4 7)"
   seen=$(app_skew r1)
   log "r1's wall clock is ${seen:-?}s off (r0's: $(app_skew r0)s)"
 
-  log "kill -9 r0 (true clock; $(sql "SELECT count(*) FROM harvest_run_leases") runs leased at that moment)"
   t_kill=$(sql "SELECT now()")
-  kill9_app r0
+  kill_holding r0
+  held_r0=$HELD r0_pid=$KILLED_PID
+  log "kill -9 r0 (true clock) holding $held_r0 run leases; it stays down until r1 took them over"
   t=$(now)
   note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
-  sleep "$(rand_s 3 6)"
+  await_taken "$r0_pid" 60 || log "r0's runs still leased to it 60 s after its kill"
   log "restart r0"
   kafka_app r0
 
@@ -182,6 +237,17 @@ clock_scenario() {
   kill -CONT "${APPS[r1]:-0}" 2>/dev/null || true
   t=$(now)
   note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
+
+  sleep "$(rand_s 3 6)"
+  kill_holding r1
+  held_r1=$HELD r1_pid=$KILLED_PID
+  log "kill -9 r1 (clock ${skew}s off) holding $held_r1 run leases; r0 must take them over"
+  t=$(now)
+  note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
+  await_taken "$r1_pid" 60 || log "r1's runs still leased to it 60 s after its kill"
+  log "restart r1"
+  skewed_app r1 "$skew"
+  r1b_pid=${APPS[r1]}
 
   wait "$PRODUCER" || producer_rc=$?
   ((producer_rc == 0)) || { log "the producer failed ($producer_rc)"; UNEXPECTED+=(producer); }
@@ -196,6 +262,12 @@ clock_scenario() {
                 AND old_owner IS NOT NULL AND old_expires >= db_now")
   takeovers=$(sql "SELECT count(*) FROM chaos_lease_audit WHERE op = 'UPDATE' AND old_status = 'running'
                    AND old_owner IS NOT NULL AND old_expires < db_now")
+  to_skewed=$(takeovers_between "$r0_pid" "$r1_pid")
+  from_skewed=$(takeovers_between "$r1_pid" "$(sql "SELECT split_part(new_owner, ':', 2) FROM chaos_lease_audit
+                WHERE op = 'UPDATE' AND split_part(old_owner, ':', 2) = '$r1_pid' LIMIT 1")")
+  # r1's share of every claim (fresh or taken over), by every r1 process.
+  share=$(sql "SELECT round(count(*) FILTER (WHERE split_part(new_owner, ':', 2) IN ('$r1_pid', '$r1b_pid'))::numeric
+               / nullif(count(*), 0), 2) FROM chaos_lease_audit WHERE op <> 'COMPLETE'")
   early_takeovers=$(sql "SELECT count(*) FROM chaos_lease_audit WHERE op = 'UPDATE' AND old_status = 'running'
                          AND old_owner IS NOT NULL AND db_now < '$t_kill'::timestamptz")
   double=$(sql "SELECT count(*) FROM (SELECT execution_id FROM chaos_lease_audit
@@ -212,6 +284,14 @@ clock_scenario() {
     ok=0
   fi
   [[ $early_takeovers == 0 ]] || { log "$early_takeovers takeovers before r0 was killed"; ok=0; }
+  if ((${held_r0:-0} < 1 || ${held_r1:-0} < 1)); then
+    log "a replica held no lease when killed (r0: $held_r0, r1: $held_r1): no takeover was forced"
+    ok=0
+  fi
+  [[ $to_skewed == "$held_r0" ]] || { log "r1 took over $to_skewed of the $held_r0 runs r0 held"; ok=0; }
+  [[ $from_skewed == "$held_r1" ]] || { log "r0 took over $from_skewed of the $held_r1 runs r1 held"; ok=0; }
+  [[ $takeovers == $((held_r0 + held_r1)) ]] || { log "$takeovers takeovers, $((held_r0 + held_r1)) forced"; ok=0; }
+  awk -v s="${share:-0}" 'BEGIN { exit !(s >= 0.1 && s <= 0.9) }' || { log "r1's share of the claims: ${share:-?}"; ok=0; }
   [[ $double == 0 ]] || { log "$double runs completed twice"; ok=0; }
   [[ $retried == 0 ]] || { log "$retried runs retried (attempt > 1)"; ok=0; }
   if [[ -z $seen ]] || ((seen - skew > 15 || skew - seen > 15)); then
@@ -220,7 +300,7 @@ clock_scenario() {
   fi
   ((ok)) || LINE=${LINE/RESULT=PASS/RESULT=FAIL}
   [[ $LINE == *RESULT=PASS ]] || FAILED=1
-  extra="skew_s=${seen:-?} early_steals=${steals:-?} takeovers=${takeovers:-?} double_completed=${double:-?} retried=${retried:-?} timers=n/a"
+  extra="skew_s=${seen:-?} early_steals=${steals:-?} takeovers=${takeovers:-?} to=${to_skewed:-?} from=${from_skewed:-?} r1_share=${share:-?} double_completed=${double:-?} retried=${retried:-?} timers=n/a"
   LINE=${LINE/ RESULT=/ $extra RESULT=}
   echo "$LINE"
 }
