@@ -10,6 +10,7 @@
 #include <random>
 #include <unordered_set>
 
+#include "support/pg_fixture.hpp"
 #include <harvest/common/ids.hpp>
 #include <harvest/connector/dedupe_key.hpp>
 #include <harvest/engine/identifiers.hpp>
@@ -83,7 +84,7 @@ TEST(DedupeKeyProperty, a_million_distinct_coordinates_give_a_million_distinct_s
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   Generator gen(seed);
-  constexpr size_t kCount = 1'000'000;
+  constexpr size_t kCount = 1'000'000 / harvest::testing::kFuzzDivisor;
   std::unordered_set<Hash128, Hash128Hasher> identities, keys;
   identities.reserve(kCount);
   keys.reserve(kCount);

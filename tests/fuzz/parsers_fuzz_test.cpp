@@ -112,7 +112,7 @@ TEST(ParsersFuzz, request_targets_parse_or_are_refused) {
   const std::vector<std::string> seeds{"/api/harvest/executions?workflow=a&limit=5",
                                        "/api/harvest/workflows/greet/start",
                                        "/api/harvest/workflows/a%20b/executions/x/signals/s"};
-  for (size_t i = 0; i < 100'000; ++i) {
+  for (size_t i = 0; i < 100'000 / harvest::testing::kFuzzDivisor; ++i) {
     auto t = api::parse_target(m.mutate(seeds[i % seeds.size()]));
     if (!t) {
       EXPECT_EQ(t.error().kind, ErrorKind::kBadRequest);
@@ -142,7 +142,8 @@ TEST_F(HttpFuzzTest, the_server_answers_or_closes_every_mutated_request_and_stay
   size_t answered = 0;
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   size_t i = 0;
-  for (; i < 3000 && std::chrono::steady_clock::now() < deadline; ++i) {
+  for (; i < 3000 / harvest::testing::kFuzzDivisor && std::chrono::steady_clock::now() < deadline;
+       ++i) {
     testing::RawConnection c(server_->port());
     ASSERT_TRUE(c.connected()) << "the server stopped accepting after " << i << " requests";
     c.send(m.mutate(seeds[i % seeds.size()]));

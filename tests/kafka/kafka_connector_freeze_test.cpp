@@ -59,7 +59,8 @@ TEST_F(KafkaConnectorTest, lag_sample_is_abandoned_within_its_budget_while_the_b
     const auto took = SteadyClock::now() - frozen_at;
     frozen.thaw();
     ASSERT_TRUE(abandoned) << "no over-budget sample was reported while the broker was frozen";
-    EXPECT_LT(took, kBudget + kBudget + cfg.poll_timeout + 1500ms)
+    EXPECT_LT(took,
+              kBudget + kBudget + cfg.poll_timeout + 1500ms * harvest::testing::kSanitizerSlowdown)
         << "the sample was not abandoned at its budget";
     EXPECT_TRUE(capture.contains({"binding 'orders'", "budget of 1000 ms", "abandoned"}));
     EXPECT_EQ(lag(), std::optional<double>(-1)) << "an abandoned sample reached the gauge";
