@@ -443,20 +443,27 @@ drive_broker() {
   esac
 }
 
+# pg_crash WHAT: the scenario's PostgreSQL crashed (pg_ctl -m immediate stop),
+# started again 1-4 s later, and the resume noted.
+pg_crash() {
+  local t
+  log "$1 (pg_ctl -m immediate stop)"
+  as_pg "$(pg_bin pg_ctl)" -D "$PG_DIR" -m immediate stop >/dev/null
+  sleep "$(rand_s 1 4)"
+  start_pg "$PG_DIR" "$PG_PORT" "$PG_SETTINGS"
+  t=$(now)
+  log "PostgreSQL back"
+  note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
+}
+
 drive_database() {
   case $1 in
     start) kafka_app app HARVEST_INSTANCE_ID=$APP_ID ;;
     faults)
-      local k t
+      local k
       for ((k = 1; k <= 2; k++)); do
         sleep "$(rand_s 2 5)"
-        log "PostgreSQL crash $k/2 (pg_ctl -m immediate stop)"
-        as_pg "$(pg_bin pg_ctl)" -D "$PG_DIR" -m immediate stop >/dev/null
-        sleep "$(rand_s 1 4)"
-        start_pg "$PG_DIR" "$PG_PORT" "$PG_SETTINGS"
-        t=$(now)
-        log "PostgreSQL back"
-        note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
+        pg_crash "PostgreSQL crash $k/2"
       done ;;
     stop) stop_app app ;;
   esac

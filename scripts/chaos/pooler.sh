@@ -62,13 +62,7 @@ drive_pooler() {
       note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
 
       sleep "$(rand_s 2 5)"
-      log "PostgreSQL crash behind the pooler (pg_ctl -m immediate stop)"
-      as_pg "$(pg_bin pg_ctl)" -D "$PG_DIR" -m immediate stop >/dev/null
-      sleep "$(rand_s 1 4)"
-      start_pg "$PG_DIR" "$PG_PORT" "$PG_SETTINGS"
-      t=$(now)
-      log "PostgreSQL back"
-      note_resume "$(await_progress "$t" kafka_executions "$RECORDS")"
+      pg_crash "PostgreSQL crash behind the pooler"
 
       sleep "$(rand_s 2 4)"
       kill9_app app

@@ -1,14 +1,12 @@
 // ENG-2: with no database URL in the dev profile, harvest runs a private
 // PostgreSQL cluster under its own data directory, reused across runs.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <random>
 
+#include "support/private_cluster.hpp"
 #include <harvest/engine/engine.hpp>
 #include <harvest/store/dev_cluster.hpp>
 #include <harvest/store/pg.hpp>
@@ -19,24 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A port nothing listens on now: the kernel's pick for an ephemeral bind.
-// (A random port in the ephemeral range can be some client's local port.)
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 class DevClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -45,7 +25,7 @@ class DevClusterTest : public ::testing::Test {
     fs::create_directories(dir_);
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
-    port_ = free_port();
+    port_ = harvest::testing::free_port();
   }
   void TearDown() override {
     auto bindir = postgres_bindir();
