@@ -109,6 +109,12 @@ int main() {
             "INSERT INTO harvest_engine_dead_letters (execution_id, workflow_name, workflow_id, "
             "error, attempts, failed_at) SELECT id, workflow_name, workflow_id, 'boom', 3, "
             "completed_at FROM harvest_workflow_executions WHERE status = 'failed'") ||
+      // 40 of the waiting runs are held by a worker (shown as running);
+      // no run is pending or terminated: the rarest filters.
+      !exec(c,
+            "INSERT INTO harvest_run_leases (execution_id, workflow_name, lease_owner, "
+            "lease_expires_at) SELECT id, workflow_name, 'bench/' || id, now() + interval '1 "
+            "hour' FROM harvest_workflow_executions WHERE status = 'waiting' LIMIT 40") ||
       !exec(c, "VACUUM ANALYZE")) {
     return 1;
   }
@@ -140,13 +146,35 @@ int main() {
       "SELECT (extract(epoch FROM created_at) * 1000000)::bigint || '|' || id FROM "
       "harvest_workflow_executions ORDER BY created_at DESC, id DESC OFFSET 500000 LIMIT 1");
   const std::string p = "/api/harvest";
+  // Second pages of the two dead-letter lists, by the cursor the first names.
+  auto next_cursor = [&](const std::string& target) {
+    auto r = client.Get(target);
+    if (!r || r->status != 200) return std::string();
+    auto j = nlohmann::json::parse(r->body);
+    return j["next_cursor"].is_string()
+               ? httplib::detail::encode_query_param(j["next_cursor"].get<std::string>())
+               : std::string();
+  };
+  const std::string dlq_cursor = next_cursor(p + "/connector-dead-letters?limit=500");
+  const std::string dead_cursor = next_cursor(p + "/dead-letters?limit=100");
+  // The first overview after start counts while it waits (about 200 ms at a
+  // million runs); every later one is answered from the background count.
+  (void)client.Get(p + "/overview");
   std::vector<std::pair<std::string, std::string>> queries = {
       {"overview", p + "/overview"},
       {"connectors", p + "/connectors"},
       {"executions_newest", p + "/executions?limit=50"},
       {"executions_deep_page", p + "/executions?limit=50&cursor=" + cursor_probe},
       {"executions_workflow_status", p + "/executions?workflow=refund&status=failed&limit=50"},
-      {"executions_rare_status", p + "/executions?status=running&limit=50"},
+      {"executions_status_pending", p + "/executions?status=pending&limit=50"},
+      {"executions_status_running", p + "/executions?status=running&limit=50"},
+      {"executions_status_waiting", p + "/executions?status=waiting&limit=50"},
+      {"executions_status_completed", p + "/executions?status=completed&limit=50"},
+      {"executions_status_failed", p + "/executions?status=failed&limit=50"},
+      {"executions_status_cancelled", p + "/executions?status=cancelled&limit=50"},
+      {"executions_status_terminated", p + "/executions?status=terminated&limit=50"},
+      {"executions_workflow_status_running",
+       p + "/executions?workflow=refund&status=running&limit=50"},
       {"executions_workflow_id", p + "/executions?workflow_id=order-777777&limit=50"},
       {"executions_workflow_id_prefix", p + "/executions?workflow_id_prefix=order-99999&limit=50"},
       {"executions_coordinates", p + "/executions?source_ref=orders.placed:3:12345&limit=50"},
@@ -161,6 +189,9 @@ int main() {
        p + "/connector-dead-letters?stream=orders.placed&since=2000-01-01T00:00:00Z&limit=50"},
       {"connector_dead_letter", p + "/connector-dead-letters/" + dead},
       {"dead_letters", p + "/dead-letters?limit=100"},
+      {"dead_letters_next_page", p + "/dead-letters?limit=100&cursor=" + dead_cursor},
+      {"connector_dead_letters_next_page",
+       p + "/connector-dead-letters?limit=500&cursor=" + dlq_cursor},
   };
   int over = 0;
   // The overview's counts are shared for 2 s; a window of its own per

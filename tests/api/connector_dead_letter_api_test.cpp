@@ -104,6 +104,42 @@ TEST_F(ConnectorDeadLetterApiTest, list_filters_newest_first_and_show_carries_th
   expect_bad(get(path("?cursor=1")), "cursor");
 }
 
+// Issue 48: the list pages past any one answer, by the cursor each page
+// names; every row is listed once, in order, and the last page says so.
+TEST_F(ConnectorDeadLetterApiTest, the_list_pages_by_cursor_through_every_row) {
+  Keys all;
+  for (int i = 0; i < 7; ++i) {
+    letter(fmt::format("k{}", i), "orders", "undecodable", i, hex("x"));
+    all.push_back(fmt::format("conn:1:k{}", i));
+  }
+  Keys seen;
+  std::string cursor;
+  int pages = 0;
+  while (true) {
+    Json page = body(get(
+        path("?binding=orders&limit=3" +
+             (cursor.empty() ? "" : "&cursor=" + httplib::detail::encode_query_param(cursor)))));
+    ++pages;
+    for (const auto& k : keys(page)) seen.push_back(k);
+    if (page["next_cursor"].is_null()) break;
+    cursor = page["next_cursor"].get<std::string>();
+    ASSERT_LT(pages, 10);
+  }
+  EXPECT_EQ(seen, all);
+  EXPECT_EQ(pages, 3);
+  // The same failure time for two rows: the id breaks the tie, none is lost.
+  text("UPDATE harvest_connector_dead_letters SET failed_at = '2026-01-01T00:00:00Z' RETURNING 1");
+  Json first = body(get(path("?limit=4")));
+  Json rest = body(get(path("?limit=4&cursor=" + httplib::detail::encode_query_param(
+                                                     first["next_cursor"].get<std::string>()))));
+  Keys both = keys(first);
+  for (const auto& k : keys(rest)) both.push_back(k);
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(both, all);
+  EXPECT_TRUE(rest["next_cursor"].is_null());
+  expect_bad(get(path("?cursor=12|not-a-uuid")), "cursor");
+}
+
 TEST_F(ConnectorDeadLetterApiTest, replay_marks_who_and_when_once_and_needs_a_filter) {
   const std::string a = letter("a", "orders", "mapping_rejected", 1, hex("{}"));
   letter("b", "devices", "mapping_rejected", 1, hex("{}"));

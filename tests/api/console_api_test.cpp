@@ -5,7 +5,10 @@
 // runs, the trace link).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
 #include <set>
+#include <thread>
 
 #include "api_fixture.hpp"
 #include <harvest/common/trace_context.hpp>
@@ -125,6 +128,69 @@ TEST_F(ConsoleApiTest, the_default_page_names_the_default_prefix) {
   ASSERT_TRUE(page);
   EXPECT_NE(page->body.find(R"(<meta name="harvest-api-prefix" content="/api/harvest">)"),
             std::string::npos);
+}
+
+// Issue 48: each status filter answers exactly the runs shown in that
+// status — a held run as running (found from its lease), a pending or
+// waiting one only while no worker holds it — and an unknown status is a
+// 400 naming the ones there are.
+TEST_F(ConsoleApiTest, every_status_filter_lists_exactly_the_runs_in_that_status) {
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  engine::WorkflowRegistry r;
+  r.add("done", [](WorkflowContext&, int n) { return n; });
+  r.add(
+      "fails", [](WorkflowContext&, int) -> int { throw std::runtime_error("no"); },
+      engine::WorkflowOptions{.max_attempts = 1});
+  r.add("waits", [](WorkflowContext& ctx, int) {
+    (void)ctx.wait_signal("never", std::chrono::hours(1));
+    return 0;
+  });
+  r.add("holds", [release](WorkflowContext& ctx, int) {
+    return ctx.step("hold", [&] {
+      while (!*release) std::this_thread::sleep_for(10ms);
+      return 1;
+    });
+  });
+  serve(std::move(r));
+  start_worker();  // two runs at a time
+  auto status_of = [&](const std::string& id) {
+    return body(get(path("/executions/" + id)))["status"].get<std::string>();
+  };
+  std::map<std::string, std::string> ids;
+  for (std::string name : {"done", "fails", "waits", "waits-c", "waits-t"}) {
+    ids[name] = start(name.substr(0, name.find('-')), name);
+  }
+  ASSERT_TRUE(eventually([&] {
+    return status_of(ids["done"]) == "completed" && status_of(ids["fails"]) == "failed" &&
+           status_of(ids["waits"]) == "waiting" && status_of(ids["waits-c"]) == "waiting" &&
+           status_of(ids["waits-t"]) == "waiting";
+  }));
+  const Json why{{"reason", "test"}};
+  ASSERT_EQ(post(path("/executions/" + ids["waits-c"] + "/cancel"), why)->status, 202);
+  ASSERT_EQ(post(path("/executions/" + ids["waits-t"] + "/terminate"), why)->status, 200);
+  ids["holds-1"] = start("holds", "holds-1");
+  ids["holds-2"] = start("holds", "holds-2");
+  ASSERT_TRUE(eventually([&] {
+    return status_of(ids["holds-1"]) == "running" && status_of(ids["holds-2"]) == "running" &&
+           status_of(ids["waits-c"]) == "cancelled";
+  }));
+  ids["pending"] = start("done", "pending");  // both of the worker's slots are held
+  using Ids = std::vector<std::string>;
+  EXPECT_EQ(listed("status=pending"), (Ids{"pending"}));
+  EXPECT_EQ(listed("status=running"), (Ids{"holds-2", "holds-1"}));
+  EXPECT_EQ(listed("status=waiting"), (Ids{"waits"}));
+  EXPECT_EQ(listed("status=completed"), (Ids{"done"}));
+  EXPECT_EQ(listed("status=failed"), (Ids{"fails"}));
+  EXPECT_EQ(listed("status=cancelled"), (Ids{"waits-c"}));
+  EXPECT_EQ(listed("status=terminated"), (Ids{"waits-t"}));
+  EXPECT_EQ(listed("status=running&workflow=holds&limit=1"), (Ids{"holds-2"}));
+  EXPECT_EQ(listed("status=running&workflow=done"), Ids{});
+  auto unknown = get(path("/executions?status=stuck"));
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_NE(unknown->body.find("terminated"), std::string::npos) << unknown->body;
+  release->store(true);
+  ASSERT_TRUE(eventually([&] { return status_of(ids["pending"]) == "completed"; }));
 }
 
 TEST_F(ConsoleApiTest, the_console_can_be_turned_off) {

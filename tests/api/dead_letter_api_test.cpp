@@ -3,7 +3,9 @@
 // completion.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <set>
 
 #include "api_fixture.hpp"
 
@@ -81,6 +83,50 @@ TEST_F(DeadLetterApiTest, exhausted_run_is_listed_then_replayed_to_completion) {
   auto bad_limit = get(path("/dead-letters?limit=0"));
   ASSERT_TRUE(bad_limit);
   EXPECT_EQ(bad_limit->status, 400);
+}
+
+// Issue 48: the engine's dead letters page past any one answer by cursor:
+// every one is listed once, newest failure first, and the last page says so.
+TEST_F(DeadLetterApiTest, the_list_pages_by_cursor_through_every_dead_letter) {
+  engine::WorkflowRegistry r;
+  r.add(
+      "doomed", [](WorkflowContext&, Json) -> Json { throw std::runtime_error("no"); },
+      engine::WorkflowOptions{.max_attempts = 1, .retry_backoff = 10ms});
+  serve(std::move(r));
+  std::set<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto s = post(path("/workflows/doomed/start"), Json{{"input", i}});
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 201) << s->body;
+    ids.insert(body(s)["execution_id"].get<std::string>());
+  }
+  start_worker();
+  ASSERT_TRUE(
+      eventually([&] { return scalar("SELECT count(*) FROM harvest_engine_dead_letters") == 5; }));
+  std::vector<std::string> seen;
+  std::vector<std::string> failed_at;
+  std::string cursor;
+  int pages = 0;
+  while (pages < 10) {
+    Json page = body(get(
+        path("/dead-letters?limit=2" +
+             (cursor.empty() ? "" : "&cursor=" + httplib::detail::encode_query_param(cursor)))));
+    ++pages;
+    for (const auto& d : page["items"]) {
+      seen.push_back(d["execution_id"]);
+      failed_at.push_back(d["failed_at"]);
+    }
+    if (page["next_cursor"].is_null()) break;
+    cursor = page["next_cursor"].get<std::string>();
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()), ids);
+  EXPECT_EQ(seen.size(), 5u) << "none twice";
+  EXPECT_TRUE(std::is_sorted(failed_at.rbegin(), failed_at.rend())) << "newest first";
+  auto bad = get(path("/dead-letters?cursor=oops"));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("'cursor'"), std::string::npos) << bad->body;
 }
 
 }  // namespace

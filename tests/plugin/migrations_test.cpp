@@ -213,9 +213,9 @@ TEST_F(MigrationsTest, a_populated_v1_database_upgrades_to_v2_and_its_runs_go_on
 
   applied = store::apply_migrations(*conn_, sets);
   ASSERT_TRUE(applied) << applied.error().message;
-  ASSERT_EQ(applied->size(), 8u);
+  ASSERT_EQ(applied->size(), 9u);
   EXPECT_EQ(applied->front().label(), "engine/0011_one_row_start");
-  EXPECT_EQ(applied->back().label(), "engine/0018_crash_progress_mark");
+  EXPECT_EQ(applied->back().label(), "engine/0019_status_index");
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM harvest_run_leases WHERE execution_id = "
                               "'{}02' AND lease_owner = 'a-worker-that-died' AND "
                               "lease_expires_at < now() AND workflow_name = 'legacy'",

@@ -6,6 +6,7 @@
 
 #include <harvest/api/handlers.hpp>
 #include <harvest/api/http_status.hpp>
+#include <harvest/api/overview_cache.hpp>
 #include <harvest/api/routes.hpp>
 
 namespace harvest::api {
@@ -21,6 +22,24 @@ std::string iso_now() {
       std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()));
 }
 constexpr size_t kMaxDeadLetterPage = 1000;
+
+// The overview's answer for a window, counted now (OverviewCache keeps it).
+Result<std::string> overview_body(engine::Engine& engine, long long seconds) {
+  auto o = engine.overview(std::chrono::seconds(seconds));
+  if (!o) return fail(o.error());
+  Json runs = Json::array();
+  for (const auto& c : o->runs) {
+    runs.push_back(Json{{"workflow", c.workflow}, {"status", c.status}, {"count", c.count}});
+  }
+  const double secs = static_cast<double>(o->window.count());
+  return dump(Json{{"window_seconds", o->window.count()},
+                   {"as_of", iso_now()},
+                   {"started", o->started},
+                   {"completed", o->completed},
+                   {"started_per_second", static_cast<double>(o->started) / secs},
+                   {"completed_per_second", static_cast<double>(o->completed) / secs},
+                   {"runs", std::move(runs)}});
+}
 
 std::string join(std::span<const std::string_view> names) {
   std::string out;
@@ -201,7 +220,12 @@ Handlers::Handlers(engine::Engine& engine, std::string prefix,
       connector_dead_letters_(engine.pool()),
       prefix_(std::move(prefix)),
       exporter_(std::move(exporter)),
-      json_(json) {}
+      json_(json),
+      overview_cache_(std::make_unique<OverviewCache>(
+          [&engine](long long window) { return overview_body(engine, window); },
+          std::chrono::seconds(2))) {}
+
+Handlers::~Handlers() = default;
 
 ApiResponse Handlers::start(const ApiRequest& req) {
   return respond([&]() -> Result<ApiResponse> {
@@ -390,32 +414,9 @@ ApiResponse Handlers::overview(const ApiRequest& req) {
     if (auto ok = check_query(req, query_params::kOverview); !ok) return fail(ok.error());
     auto window = limit_param(req, 3600, "window_seconds");
     if (!window) return fail(window.error());
-    const auto seconds = static_cast<long long>(window->value_or(60));
-    constexpr auto kOverviewTtl = std::chrono::seconds(2);
-    std::lock_guard lock(overview_cache_->mu);  // one count at a time, shared by all callers
-    const auto now = std::chrono::steady_clock::now();
-    if (overview_cache_->window == seconds && now - overview_cache_->at < kOverviewTtl) {
-      return ApiResponse{.status = 200, .body = overview_cache_->body};
-    }
-    auto o = engine_.overview(std::chrono::seconds(seconds));
-    if (!o) return fail(o.error());
-    Json runs = Json::array();
-    for (const auto& c : o->runs) {
-      runs.push_back(Json{{"workflow", c.workflow}, {"status", c.status}, {"count", c.count}});
-    }
-    const double secs = static_cast<double>(o->window.count());
-    ApiResponse answer =
-        json_response(200, Json{{"window_seconds", o->window.count()},
-                                {"as_of", iso_now()},
-                                {"started", o->started},
-                                {"completed", o->completed},
-                                {"started_per_second", static_cast<double>(o->started) / secs},
-                                {"completed_per_second", static_cast<double>(o->completed) / secs},
-                                {"runs", std::move(runs)}});
-    overview_cache_->window = seconds;
-    overview_cache_->at = now;
-    overview_cache_->body = answer.body;
-    return answer;
+    auto body = overview_cache_->get(static_cast<long long>(window->value_or(60)));
+    if (!body) return fail(body.error());
+    return ApiResponse{.status = 200, .body = std::move(*body)};
   }());
 }
 
@@ -456,12 +457,13 @@ ApiResponse Handlers::list_dead_letters(const ApiRequest& req) {
     if (auto ok = check_query(req, query_params::kListDeadLetters); !ok) return fail(ok.error());
     auto limit = limit_param(req, kMaxDeadLetterPage);
     if (!limit) return fail(limit.error());
-    auto dead =
-        limit->has_value() ? engine_.list_dead_letters(**limit) : engine_.list_dead_letters();
+    auto dead = engine_.dead_letter_page(limit->value_or(100), query(req, "cursor"));
     if (!dead) return fail(dead.error());
     Json items = Json::array();
-    for (const auto& d : *dead) items.push_back(to_json(d));
-    return json_response(200, Json{{"items", std::move(items)}});
+    for (const auto& d : dead->items) items.push_back(to_json(d));
+    return json_response(
+        200, Json{{"items", std::move(items)},
+                  {"next_cursor", dead->next_cursor ? Json(*dead->next_cursor) : Json(nullptr)}});
   }());
 }
 
@@ -485,11 +487,14 @@ ApiResponse Handlers::list_connector_dead_letters(const ApiRequest& req) {
                                       .reason = query(req, "reason"),
                                       .since = query(req, "since"),
                                       .until = query(req, "until")};
-    auto rows = connector_dead_letters_.list(f, limit->value_or(connector_dlq::kDefaultListLimit));
+    auto rows = connector_dead_letters_.list_page(
+        f, limit->value_or(connector_dlq::kDefaultListLimit), query(req, "cursor"));
     if (!rows) return fail(rows.error());
     Json items = Json::array();
-    for (const auto& d : *rows) items.push_back(to_json(d));
-    return json_response(200, Json{{"items", std::move(items)}});
+    for (const auto& d : rows->items) items.push_back(to_json(d));
+    return json_response(
+        200, Json{{"items", std::move(items)},
+                  {"next_cursor", rows->next_cursor ? Json(*rows->next_cursor) : Json(nullptr)}});
   }());
 }
 

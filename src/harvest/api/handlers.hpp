@@ -55,12 +55,17 @@ struct ApiResponse {
 
 // Thread-safe (the engine is; the handlers keep no state of their own).
 // Keeps references to `engine` and `exporter`.
+class OverviewCache;
+
 class Handlers {
  public:
   // `exporter` may be null: /metrics then answers 404 saying how to enable it.
   // Request bodies are parsed within `json` (depth and size).
   Handlers(engine::Engine& engine, std::string prefix,
            std::shared_ptr<metrics::PrometheusMetrics> exporter, JsonLimits json = {});
+  ~Handlers();
+  Handlers(const Handlers&) = delete;
+  Handlers& operator=(const Handlers&) = delete;
   // What the console's routes read beside the engine: the process's
   // bindings (may be unset: none) and the trace link template (may be empty).
   void set_console_sources(std::function<std::vector<BindingOverview>()> bindings,
@@ -86,8 +91,8 @@ class Handlers {
   // GET {prefix}/executions?workflow=&status=&start_source=&workflow_id=
   //   &workflow_id_prefix=&source_ref=&since=&until=&limit=&cursor=
   [[nodiscard]] ApiResponse list_executions(const ApiRequest& req);
-  // GET {prefix}/overview?window_seconds= (counted at most every 2 s per
-  // window; the answer's `as_of` says when)
+  // GET {prefix}/overview?window_seconds= (counted in the background at
+  // most every 2 s per window; the answer's `as_of` says when)
   [[nodiscard]] ApiResponse overview(const ApiRequest& req);
   // GET {prefix}/connectors
   [[nodiscard]] ApiResponse connectors(const ApiRequest& req);
@@ -123,14 +128,8 @@ class Handlers {
   std::function<std::vector<BindingOverview>()> bindings_;
   std::string trace_url_template_;
   // The overview's counts read every run (a GROUP BY over the table): one
-  // answer per window serves every console for kOverviewTtl.
-  struct OverviewCache {
-    std::mutex mu;
-    long long window = 0;
-    std::chrono::steady_clock::time_point at;
-    std::string body;
-  };
-  std::unique_ptr<OverviewCache> overview_cache_ = std::make_unique<OverviewCache>();
+  // answer per window serves every console, refreshed in the background.
+  std::unique_ptr<OverviewCache> overview_cache_;
 };
 
 }  // namespace harvest::api

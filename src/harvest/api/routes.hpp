@@ -40,9 +40,9 @@ inline constexpr std::array<std::string_view, 10> kListExecutions = {
     "workflow",   "status", "start_source", "workflow_id", "workflow_id_prefix",
     "source_ref", "since",  "until",        "limit",       "cursor"};
 inline constexpr std::array<std::string_view, 1> kOverview = {"window_seconds"};
-inline constexpr std::array<std::string_view, 1> kListDeadLetters = {"limit"};
-inline constexpr std::array<std::string_view, 6> kListConnectorDeadLetters = {
-    "binding", "stream", "reason", "since", "until", "limit"};
+inline constexpr std::array<std::string_view, 2> kListDeadLetters = {"limit", "cursor"};
+inline constexpr std::array<std::string_view, 7> kListConnectorDeadLetters = {
+    "binding", "stream", "reason", "since", "until", "limit", "cursor"};
 }  // namespace query_params
 
 // Who may call a route when ApiConfig::token is set.

@@ -188,6 +188,50 @@ Result<std::vector<StoredDeadLetter>> DeadLetterStore::list(const DeadLetterFilt
   return rows_of(*r);
 }
 
+Result<DeadLetterPage> DeadLetterStore::list_page(const DeadLetterFilter& filter, size_t limit,
+                                                  const std::optional<std::string>& cursor) {
+  if (auto ok = check(filter); !ok) return fail(ok.error());
+  if (limit == 0 || limit > kMaxListLimit) {
+    return fail(
+        Error::bad_request(fmt::format("'limit' must be an integer from 1 to {}", kMaxListLimit)));
+  }
+  // "<failed_at in microseconds since the epoch>|<id>", as list_executions.
+  std::optional<std::string> after_us, after_id;
+  if (cursor) {
+    const auto bar = cursor->find('|');
+    if (bar != std::string::npos) {
+      after_us = cursor->substr(0, bar);
+      after_id = cursor->substr(bar + 1);
+    }
+    if (!after_us || after_us->empty() || after_us->size() > 18 ||
+        after_us->find_first_not_of("0123456789") != std::string::npos || !is_uuid(*after_id)) {
+      return fail(
+          Error::bad_request("'cursor' is malformed: pass the next_cursor of the previous page"));
+    }
+  }
+  auto conn = pool_.acquire();
+  if (!conn) return fail(conn.error());
+  auto params = filter_params(filter);
+  params.emplace_back(std::to_string(limit + 1));
+  params.emplace_back(after_us);
+  params.emplace_back(after_id);
+  auto r = (*conn)->exec(
+      fmt::format("SELECT {}, (extract(epoch FROM failed_at) * 1000000)::bigint AS failed_us "
+                  "FROM harvest_connector_dead_letters WHERE {} AND ($8::bigint IS NULL OR "
+                  "(failed_at, id) < ('epoch'::timestamptz + $8::bigint * interval '1 "
+                  "microsecond', $9::uuid)) ORDER BY failed_at DESC, id DESC LIMIT $7",
+                  columns(), kWhere),
+      params);
+  if (!r) return fail(explained(**conn, r.error()));
+  DeadLetterPage page{.items = rows_of(*r), .next_cursor = std::nullopt};
+  if (page.items.size() > limit) {
+    page.items.resize(limit);
+    page.next_cursor = fmt::format("{}|{}", r->get(static_cast<int>(limit) - 1, "failed_us"),
+                                   page.items.back().id);
+  }
+  return page;
+}
+
 Result<StoredDeadLetter> DeadLetterStore::show(const std::string& id) {
   DeadLetterFilter f{.id = id};
   auto rows = list(f, 1);

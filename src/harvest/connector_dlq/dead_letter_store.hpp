@@ -43,8 +43,8 @@ inline constexpr size_t kMaxRequestedBy = 200;   // replay requested_by: bytes
 
 // The reasons the runtime records (CON-10), and a coordinate collision a
 // binding with on_collision(dead_letter) records (issue 51).
-inline constexpr std::string_view kReasons[] = {"undecodable", "mapping_rejected",
-                                                "start_rejected", "coordinate_collision"};
+inline constexpr std::string_view kReasons[] = {"undecodable", "mapping_rejected", "start_rejected",
+                                                "coordinate_collision"};
 
 // Which rows an operation applies to. Every set criterion must match; an
 // unset one matches everything. `since`/`until` bound failed_at (since
@@ -113,6 +113,12 @@ struct ReplayRequest {
   size_t already_replayed = 0;
 };
 
+// One page of DeadLetterStore::list_page.
+struct DeadLetterPage {
+  std::vector<StoredDeadLetter> items;     // newest failed_at first
+  std::optional<std::string> next_cursor;  // absent on the last page
+};
+
 class DeadLetterStore {
  public:
   // Keeps a reference to `pool` (the engine's first shard, which holds the
@@ -123,6 +129,10 @@ class DeadLetterStore {
   // (1..kMaxListLimit). Payloads included.
   [[nodiscard]] Result<std::vector<StoredDeadLetter>> list(const DeadLetterFilter& filter,
                                                            size_t limit = kDefaultListLimit);
+  // The same, a page at a time: `cursor` is the previous page's
+  // next_cursor (a malformed one is a bad request).
+  [[nodiscard]] Result<DeadLetterPage> list_page(const DeadLetterFilter& filter, size_t limit,
+                                                 const std::optional<std::string>& cursor);
   // The row `id`; not_found when there is none, bad_request for a non-uuid.
   [[nodiscard]] Result<StoredDeadLetter> show(const std::string& id);
   // Marks the rows matching `filter` (at most kMaxReplayBatch newly marked,

@@ -129,6 +129,10 @@ class Engine {
       std::chrono::seconds window = std::chrono::seconds(60));
   /// Runs that exhausted their retries and have not been replayed (ENG-14).
   [[nodiscard]] Result<std::vector<EngineDeadLetter>> list_dead_letters(size_t limit = 100);
+  /// The same, a page at a time: `limit` 1 to 1000, `cursor` the previous
+  /// page's next_cursor (a malformed one is a bad request).
+  [[nodiscard]] Result<EngineDeadLetterPage> dead_letter_page(
+      size_t limit, const std::optional<std::string>& cursor = std::nullopt);
   /// Re-runs a dead-lettered execution from its recorded history (steps that
   /// completed are not executed again), with a fresh attempt budget.
   /// NotFound when the execution is not in the dead letters.

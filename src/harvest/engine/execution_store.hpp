@@ -397,7 +397,12 @@ class ExecutionStore {
   // Adds this shard's counts into `into` (runs by workflow and status, and
   // the runs started and closed within `into.window`).
   [[nodiscard]] Status overview(RunOverview& into);
-  [[nodiscard]] Result<std::vector<EngineDeadLetter>> dead_letters(size_t limit);
+  // Newest failure first, after the cursor (failed_at in epoch
+  // microseconds and execution id) when given; each with its failed_at in
+  // microseconds.
+  [[nodiscard]] Result<std::vector<std::pair<long long, EngineDeadLetter>>> dead_letters(
+      size_t limit, const std::optional<std::string>& cursor_us = std::nullopt,
+      const std::optional<std::string>& cursor_id = std::nullopt);
   // Marks the dead letter replayed and makes the run pending again (in the
   // caller's transaction). kNotFound / kConflict name what was wrong.
   [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);

@@ -149,79 +149,62 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
     const ExecutionFilter& filter, const std::optional<std::string>& cursor_us,
     const std::optional<std::string>& cursor_id, size_t limit) {
   // A workflow id (or prefix) without a workflow name: the runs index leads
-  // with the name, so the statement names every workflow the table holds —
-  // read by a loose scan of that index, one probe per name — and the id is
-  // then an index condition instead of a filter over every row.
+  // with the name (and holds only named runs), so the statement names every
+  // workflow that has a named run — read by a loose scan of that index, one
+  // probe per name — and the id is then an index condition instead of a
+  // filter over every row.
   const bool every_name = !filter.workflow && (filter.workflow_id || filter.workflow_id_prefix);
   const std::string names =
       every_name ? "AND workflow_name = ANY(ARRAY(WITH RECURSIVE names AS ("
                    "  SELECT min(workflow_name) AS n FROM harvest_workflow_executions "
+                   "  WHERE workflow_id IS NOT NULL "
                    "  UNION ALL SELECT (SELECT min(workflow_name) FROM "
-                   "  harvest_workflow_executions WHERE workflow_name > names.n) FROM names "
+                   "  harvest_workflow_executions WHERE workflow_id IS NOT NULL AND "
+                   "  workflow_name > names.n) FROM names "
                    "  WHERE n IS NOT NULL) SELECT n FROM names WHERE n IS NOT NULL)) "
                  : "";
+  // The status as shown ($2), as conditions an index serves: a held run
+  // (running) is found from the lease table, which holds only the runs in
+  // flight; every other status reads harvest_executions_by_status in
+  // creation order (migration 0019), except `completed`, the common one,
+  // which walks the creation-time index.
+  std::string status;
+  if (!filter.status) {
+    status = "AND $2::text IS NULL ";
+  } else if (*filter.status == "running") {
+    status =
+        "AND $2::text = 'running' AND status IN ('pending', 'waiting') "
+        "AND id IN (SELECT execution_id FROM harvest_run_leases) ";
+  } else if (*filter.status == "pending" || *filter.status == "waiting") {
+    status = "AND status = $2 AND status <> 'completed' AND NOT " HARVEST_HAS_LEASE(
+        "harvest_workflow_executions") " ";
+  } else if (*filter.status == "completed") {
+    status = "AND status = $2 ";
+  } else {
+    status = "AND status = $2 AND status <> 'completed' ";
+  }
+  constexpr const char* kList = R"sql(
+    SELECT id, workflow_name, workflow_id, {shown} AS status, start_source, start_source_ref,
+      attempt, (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,
+      to_char(created_at AT TIME ZONE 'UTC', {iso}) AS created,
+      to_char(completed_at AT TIME ZONE 'UTC', {iso}) AS completed
+    FROM harvest_workflow_executions
+    WHERE ($1::text IS NULL OR workflow_name = $1) {status}
+      AND ($3::text IS NULL OR start_source = $3)
+      AND ($7::text IS NULL OR workflow_id = $7)
+      AND ($8::text IS NULL OR starts_with(workflow_id, $8))
+      AND ($9::text IS NULL OR start_source_ref = $9)
+      AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz)
+      AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz)
+      {names}
+      -- The cursor as a row comparison on (created_at, id), which the
+      -- creation-time indexes serve; microseconds are exact.
+      AND ($4::bigint IS NULL OR (created_at, id) <
+           ('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $5::uuid))
+    ORDER BY created_at DESC, id DESC LIMIT $6)sql";
   auto r = conn_.exec(
-      fmt::format(
-          "SELECT id, workflow_name, workflow_id, " HARVEST_SHOWN_STATUS(
-              "harvest_workflow_executions") " AS status, start_source, "
-                                             "start_source_ref, "
-                                             "attempt, (extract(epoch FROM created_at) * "
-                                             "1000000)::bigint AS created_us, "
-                                             "to_char(created_at AT TIME ZONE 'UTC', {0}) AS "
-                                             "created, "
-                                             "to_char(completed_at AT TIME ZONE 'UTC', {0}) AS "
-                                             "completed "
-                                             "FROM harvest_workflow_executions WHERE ($1::text IS "
-                                             "NULL OR workflow_name = $1) "
-                                             "AND ($2::text IS NULL OR " HARVEST_SHOWN_STATUS(
-                                                 "harvest_workflow_executions") " = $2) AND "
-                                                                                "($3::text IS NULL "
-                                                                                "OR start_source = "
-                                                                                "$3) "
-                                                                                "AND ($7::text IS "
-                                                                                "NULL OR "
-                                                                                "workflow_id = $7) "
-                                                                                "AND ($8::text IS "
-                                                                                "NULL OR "
-                                                                                "starts_with("
-                                                                                "workflow_id, $8)) "
-                                                                                "AND ($9::text IS "
-                                                                                "NULL OR "
-                                                                                "start_source_ref "
-                                                                                "= $9) "
-                                                                                "AND "
-                                                                                "($10::timestamptz "
-                                                                                "IS NULL OR "
-                                                                                "created_at >= "
-                                                                                "$10::timestamptz) "
-                                                                                "AND "
-                                                                                "($11::timestamptz "
-                                                                                "IS NULL OR "
-                                                                                "created_at < "
-                                                                                "$11::timestamptz) "
-                                                                                "{1}"
-                                                                                // The cursor as a
-                                                                                // row comparison on
-                                                                                // (created_at, id),
-                                                                                // which the
-                                                                                // harvest_executions_created
-                                                                                // index serves;
-                                                                                // microseconds are
-                                                                                // exact.
-                                                                                "AND ($4::bigint "
-                                                                                "IS NULL OR "
-                                                                                "(created_at, id) "
-                                                                                "< "
-                                                                                "('epoch'::"
-                                                                                "timestamptz + "
-                                                                                "$4::bigint * "
-                                                                                "interval '1 "
-                                                                                "microsecond', "
-                                                                                "$5::uuid)) "
-                                                                                "ORDER BY "
-                                                                                "created_at DESC, "
-                                                                                "id DESC LIMIT $6",
-          kIsoUtc, names),
+      fmt::format(kList, fmt::arg("shown", HARVEST_SHOWN_STATUS("harvest_workflow_executions")),
+                  fmt::arg("iso", kIsoUtc), fmt::arg("status", status), fmt::arg("names", names)),
       {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
        std::to_string(limit), filter.workflow_id, filter.workflow_id_prefix,
        filter.start_source_ref, filter.since, filter.until});
@@ -254,9 +237,19 @@ Result<long long> ExecutionStore::runnable_count() {
 }
 
 Status ExecutionStore::overview(RunOverview& into) {
-  auto counts = conn_.exec(
-      "SELECT workflow_name, " HARVEST_SHOWN_STATUS("harvest_workflow_executions")
-      " AS status, count(*) AS n FROM harvest_workflow_executions GROUP BY 1, 2");
+  // Counted by stored status, then the held runs (a lease row each, few)
+  // move from pending or waiting to running: one statement, one snapshot,
+  // and no lease probe per row.
+  auto counts = conn_.exec(R"sql(
+    WITH held AS (
+      SELECT e.workflow_name, e.status FROM harvest_run_leases l
+      JOIN harvest_workflow_executions e ON e.id = l.execution_id
+      WHERE e.status IN ('pending', 'waiting'))
+    SELECT workflow_name, status, sum(n)::bigint AS n FROM (
+      SELECT workflow_name, status, count(*) AS n FROM harvest_workflow_executions GROUP BY 1, 2
+      UNION ALL SELECT workflow_name, status, -count(*) FROM held GROUP BY 1, 2
+      UNION ALL SELECT workflow_name, 'running', count(*) FROM held GROUP BY 1) c
+    GROUP BY 1, 2 HAVING sum(n) > 0)sql");
   if (!counts) return fail(counts.error());
   for (int i = 0; i < counts->rows(); ++i) {
     into.runs.push_back(RunOverview::Count{.workflow = counts->get(i, "workflow_name"),
@@ -276,24 +269,30 @@ Status ExecutionStore::overview(RunOverview& into) {
   return {};
 }
 
-Result<std::vector<EngineDeadLetter>> ExecutionStore::dead_letters(size_t limit) {
-  auto r = conn_.exec(
-      fmt::format("SELECT execution_id, workflow_name, workflow_id, reason, error, attempts, "
-                  "to_char(failed_at AT TIME ZONE 'UTC', {}) AS failed "
-                  "FROM harvest_engine_dead_letters WHERE replayed_at IS NULL "
-                  "ORDER BY failed_at DESC LIMIT $1",
-                  kIsoUtc),
-      {std::to_string(limit)});
+Result<std::vector<std::pair<long long, EngineDeadLetter>>> ExecutionStore::dead_letters(
+    size_t limit, const std::optional<std::string>& cursor_us,
+    const std::optional<std::string>& cursor_id) {
+  auto r = conn_.exec(fmt::format(R"sql(
+    SELECT execution_id, workflow_name, workflow_id, reason, error, attempts,
+      (extract(epoch FROM failed_at) * 1000000)::bigint AS failed_us,
+      to_char(failed_at AT TIME ZONE 'UTC', {}) AS failed
+    FROM harvest_engine_dead_letters WHERE replayed_at IS NULL
+      AND ($2::bigint IS NULL OR (failed_at, execution_id) <
+           ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid))
+    ORDER BY failed_at DESC, execution_id DESC LIMIT $1)sql",
+                                  kIsoUtc),
+                      {std::to_string(limit), cursor_us, cursor_id});
   if (!r) return fail(r.error());
-  std::vector<EngineDeadLetter> out;
+  std::vector<std::pair<long long, EngineDeadLetter>> out;
   for (int i = 0; i < r->rows(); ++i) {
-    out.push_back(EngineDeadLetter{.execution_id = r->get(i, "execution_id"),
-                                   .workflow_name = r->get(i, "workflow_name"),
-                                   .workflow_id = r->get_opt(i, "workflow_id"),
-                                   .reason = r->get(i, "reason"),
-                                   .error = r->get(i, "error"),
-                                   .attempts = static_cast<int>(r->get_int(i, "attempts")),
-                                   .failed_at = r->get(i, "failed")});
+    out.emplace_back(r->get_int(i, "failed_us"),
+                     EngineDeadLetter{.execution_id = r->get(i, "execution_id"),
+                                      .workflow_name = r->get(i, "workflow_name"),
+                                      .workflow_id = r->get_opt(i, "workflow_id"),
+                                      .reason = r->get(i, "reason"),
+                                      .error = r->get(i, "error"),
+                                      .attempts = static_cast<int>(r->get_int(i, "attempts")),
+                                      .failed_at = r->get(i, "failed")});
   }
   return out;
 }

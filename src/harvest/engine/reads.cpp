@@ -20,6 +20,24 @@ namespace {
 // Longest filter value accepted: ids, names and coordinates are far shorter.
 constexpr size_t kMaxFilterText = 1024;
 
+// A page cursor, "<microseconds since the epoch>|<uuid>", as its two parts
+// (both empty without a cursor); a malformed one is a bad request.
+using CursorParts = std::pair<std::optional<std::string>, std::optional<std::string>>;
+Result<CursorParts> parse_cursor(const std::optional<std::string>& cursor) {
+  if (!cursor) return CursorParts{};
+  auto bar = cursor->find('|');
+  if (bar == std::string::npos)
+    return fail(
+        Error::bad_request("'cursor' is malformed: pass the next_cursor of the previous page"));
+  CursorParts out{cursor->substr(0, bar), cursor->substr(bar + 1)};
+  if (out.first->empty() || out.first->size() > 18 ||
+      out.first->find_first_not_of("0123456789") != std::string::npos || !is_uuid(*out.second)) {
+    return fail(
+        Error::bad_request("'cursor' is malformed: pass the next_cursor of the previous page"));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ExecutionView> Engine::get_execution(const std::string& execution_id) {
@@ -57,17 +75,9 @@ Result<long long> Engine::queue_depth() {
 Result<ExecutionPage> Engine::list_executions(const ExecutionFilter& filter) {
   const size_t limit = std::clamp<size_t>(filter.limit, 1, 500);
   // Cursor: "<created_at micros>|<id>" of the last item of the previous page.
-  std::optional<std::string> cursor_us, cursor_id;
-  if (filter.cursor) {
-    auto bar = filter.cursor->find('|');
-    if (bar == std::string::npos) return fail(Error::bad_request("malformed cursor"));
-    cursor_us = filter.cursor->substr(0, bar);
-    cursor_id = filter.cursor->substr(bar + 1);
-    if (cursor_us->empty() || cursor_us->size() > 18 ||
-        cursor_us->find_first_not_of("0123456789") != std::string::npos || !is_uuid(*cursor_id)) {
-      return fail(Error::bad_request("malformed cursor"));
-    }
-  }
+  auto after = parse_cursor(filter.cursor);
+  if (!after) return fail(after.error());
+  const auto& [cursor_us, cursor_id] = *after;
   for (const auto& [v, field] : {std::pair{&filter.since, "since"}, {&filter.until, "until"}}) {
     if (*v && !is_timestamp(**v)) {
       return fail(Error::bad_request(
@@ -85,6 +95,12 @@ Result<ExecutionPage> Engine::list_executions(const ExecutionFilter& filter) {
       return fail(Error::bad_request(
           fmt::format("'{}' must be at most {} bytes of UTF-8 text", field, kMaxFilterText)));
     }
+  }
+  if (filter.status && !is_closed_status(*filter.status) && *filter.status != "pending" &&
+      *filter.status != "running" && *filter.status != "waiting") {
+    return fail(Error::bad_request(
+        "'status' must be one of pending, running, waiting, completed, failed, cancelled, "
+        "terminated"));
   }
   std::vector<ListedExecution> all;
   for (size_t shard = 0; shard < shards_.size(); ++shard) {
@@ -130,22 +146,39 @@ Result<RunOverview> Engine::overview(std::chrono::seconds window) {
 }
 
 Result<std::vector<EngineDeadLetter>> Engine::list_dead_letters(size_t limit) {
-  limit = std::clamp<size_t>(limit, 1, 1000);
-  std::vector<EngineDeadLetter> out;
+  auto page = dead_letter_page(std::clamp<size_t>(limit, 1, 1000));
+  if (!page) return fail(page.error());
+  return std::move(page->items);
+}
+
+Result<EngineDeadLetterPage> Engine::dead_letter_page(size_t limit,
+                                                      const std::optional<std::string>& cursor) {
+  if (limit < 1 || limit > 1000) {
+    return fail(Error::bad_request("'limit' must be an integer from 1 to 1000"));
+  }
+  auto after = parse_cursor(cursor);
+  if (!after) return fail(after.error());
+  std::vector<std::pair<long long, EngineDeadLetter>> all;
   for (size_t shard = 0; shard < shards_.size(); ++shard) {
     auto conn = pool(shard).acquire();
     if (!conn) return fail(conn.error());
-    auto rows = ExecutionStore(**conn).dead_letters(limit);
+    auto rows = ExecutionStore(**conn).dead_letters(limit + 1, after->first, after->second);
     if (!rows) return fail(rows.error());
-    for (auto& d : *rows) {
+    for (auto& [us, d] : *rows) {
       d.shard = static_cast<int>(shard);
-      out.push_back(std::move(d));
+      all.emplace_back(us, std::move(d));
     }
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.failed_at > b.failed_at; });
-  if (out.size() > limit) out.resize(limit);
-  return out;
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second.execution_id > b.second.execution_id;
+  });
+  EngineDeadLetterPage page;
+  for (size_t i = 0; i < all.size() && i < limit; ++i) page.items.push_back(all[i].second);
+  if (all.size() > limit) {
+    page.next_cursor =
+        fmt::format("{}|{}", all[limit - 1].first, all[limit - 1].second.execution_id);
+  }
+  return page;
 }
 
 Status Engine::replay_dead_letter(const std::string& execution_id) {

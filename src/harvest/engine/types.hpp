@@ -419,6 +419,12 @@ struct EngineDeadLetter {
   int shard = 0;          ///< index of the shard holding the run
 };
 
+/// One page of `Engine::dead_letter_page`.
+struct EngineDeadLetterPage {
+  std::vector<EngineDeadLetter> items;     ///< newest failure first
+  std::optional<std::string> next_cursor;  ///< absent on the last page
+};
+
 /// Cancel and terminate (ENG-17).
 ///
 /// Cancel is cooperative: the run sees it at its next durable operation
