@@ -47,6 +47,28 @@ class ConsoleApiTest : public testing::ApiTest {
     return r ? r->execution_id.value_or("") : "";
   }
 
+  // The console's scripts: app.js and every module it imports, in turn,
+  // each answered 200 as JavaScript (name -> text).
+  static std::map<std::string, std::string> served_modules(httplib::Client& c) {
+    std::map<std::string, std::string> out;
+    std::vector<std::string> todo{"app.js"};
+    while (!todo.empty()) {
+      const std::string name = todo.back();
+      todo.pop_back();
+      if (out.contains(name)) continue;
+      auto r = c.Get("/ui/" + name);
+      EXPECT_TRUE(r && r->status == 200) << name;
+      if (!r || r->status != 200) continue;
+      EXPECT_EQ(r->get_header_value("Content-Type"), "text/javascript; charset=utf-8") << name;
+      out[name] = r->body;
+      for (size_t at = 0; (at = r->body.find("from './", at)) != std::string::npos;) {
+        at += 8;
+        todo.push_back(r->body.substr(at, r->body.find('\'', at) - at));
+      }
+    }
+    return out;
+  }
+
   std::vector<std::string> listed(const std::string& query) {
     auto r = get(path("/executions?" + query));
     EXPECT_TRUE(r);
@@ -77,13 +99,15 @@ TEST_F(ConsoleApiTest, the_pages_are_served_under_ui_with_a_strict_policy_and_no
   EXPECT_EQ(page->get_header_value("X-Frame-Options"), "DENY");
   EXPECT_NE(page->body.find("<script type=\"module\" src=\"app.js\">"), std::string::npos);
 
-  auto script = c.Get("/ui/app.js");
-  ASSERT_TRUE(script);
-  EXPECT_EQ(script->status, 200);
-  EXPECT_EQ(script->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
-  // Data is only ever set as text: the script never parses markup.
-  for (const char* sink : {".innerHTML", ".outerHTML", "insertAdjacentHTML", "document.write"}) {
-    EXPECT_EQ(script->body.find(sink), std::string::npos) << sink;
+  // Every module the page loads, from app.js through its imports, is
+  // served as JavaScript, and data is only ever set as text: no module
+  // parses markup.
+  const auto modules = served_modules(c);
+  EXPECT_GE(modules.size(), 5u);
+  for (const auto& [name, script] : modules) {
+    for (const char* sink : {".innerHTML", ".outerHTML", "insertAdjacentHTML", "document.write"}) {
+      EXPECT_EQ(script.find(sink), std::string::npos) << name << ": " << sink;
+    }
   }
   EXPECT_EQ(c.Get("/ui/app.css")->status, 200);
   auto bare = c.Get("/ui");
@@ -115,11 +139,14 @@ TEST_F(ConsoleApiTest, the_page_carries_the_servers_api_prefix_escaped) {
             std::string::npos)
       << page->body;
   EXPECT_EQ(page->body.find("/api/harvest"), std::string::npos);
-  auto script = client().Get("/ui/app.js");
-  ASSERT_TRUE(script);
-  EXPECT_NE(script->body.find(R"(document.querySelector('meta[name="harvest-api-prefix"]'))"),
-            std::string::npos)
-      << "the script takes the prefix from the page";
+  auto c = client();
+  bool reads_the_prefix = false;
+  for (const auto& [name, script] : served_modules(c)) {
+    reads_the_prefix |=
+        script.find(R"(document.querySelector('meta[name="harvest-api-prefix"]'))") !=
+        std::string::npos;
+  }
+  EXPECT_TRUE(reads_the_prefix) << "the script takes the prefix from the page";
 }
 
 TEST_F(ConsoleApiTest, the_default_page_names_the_default_prefix) {
@@ -191,6 +218,62 @@ TEST_F(ConsoleApiTest, every_status_filter_lists_exactly_the_runs_in_that_status
   EXPECT_NE(unknown->body.find("terminated"), std::string::npos) << unknown->body;
   release->store(true);
   ASSERT_TRUE(eventually([&] { return status_of(ids["pending"]) == "completed"; }));
+}
+
+// Issue 48 item 7: the overview's charts read the last hour from what
+// harvest keeps itself — runs per minute from the executions table, each
+// binding's lag as sampled in this process.
+TEST_F(ConsoleApiTest, the_history_counts_the_last_hour_per_minute_and_samples_each_lag) {
+  auto lag = std::make_shared<std::atomic<int64_t>>(40);
+  api::ApiConfig config;
+  config.lag_sample_interval = 100ms;
+  config.bindings = [lag] {
+    BindingOverview b;
+    b.binding = "orders";
+    b.lag = lag->fetch_sub(10);  // 40, 30, 20, ... per sample
+    return std::vector<BindingOverview>{b};
+  };
+  engine::WorkflowRegistry r;
+  r.add("a", [](WorkflowContext&, int n) { return n; });
+  r.add(
+      "f", [](WorkflowContext&, int) -> int { throw std::runtime_error("no"); },
+      engine::WorkflowOptions{.max_attempts = 1});
+  serve(std::move(r), {}, config);
+  for (int i = 0; i < 3; ++i) start("a", std::nullopt);
+  start("f", std::nullopt);
+  start_worker();
+  ASSERT_TRUE(eventually([&] {
+    return scalar(
+               "SELECT count(*) FROM harvest_workflow_executions WHERE status IN "
+               "('completed', 'failed')") == 4;
+  }));
+  std::this_thread::sleep_for(350ms);  // three samples or more
+  auto h = get(path("/overview/history"));
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->status, 200) << h->body;
+  Json j = body(h);
+  ASSERT_EQ(j["minutes"].size(), 60u);
+  long long started = 0, completed = 0, failed = 0;
+  std::string previous;
+  for (const auto& m : j["minutes"]) {
+    started += m["started"].get<long long>();
+    completed += m["completed"].get<long long>();
+    failed += m["failed"].get<long long>();
+    EXPECT_GT(m["at"].get<std::string>(), previous) << "oldest first";
+    previous = m["at"];
+  }
+  EXPECT_EQ(started, 4);
+  EXPECT_EQ(completed, 3);
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(j["minutes"].back()["at"].get<std::string>().substr(17), "00Z") << "whole minutes";
+  ASSERT_EQ(j["lag"].size(), 1u);
+  EXPECT_EQ(j["lag"][0]["binding"], "orders");
+  const Json& points = j["lag"][0]["points"];
+  ASSERT_GE(points.size(), 3u);
+  EXPECT_EQ(points[0]["lag"], 40);
+  EXPECT_EQ(points[1]["lag"], 30);
+  EXPECT_EQ(points[2]["lag"], 20);
+  EXPECT_EQ(get(path("/overview/history?minutes=5"))->status, 400) << "no parameters";
 }
 
 TEST_F(ConsoleApiTest, the_console_can_be_turned_off) {

@@ -108,6 +108,10 @@ Status validate_api_config(const ApiConfig& c) {
     return fail(Error::config(
         "ApiConfig::read_timeout, write_timeout and keep_alive_timeout must be positive"));
   }
+  if (c.lag_sample_interval < std::chrono::milliseconds(50) ||
+      c.lag_sample_interval > std::chrono::minutes(10)) {
+    return fail(Error::config("ApiConfig::lag_sample_interval must be 50 ms to 10 min"));
+  }
   if (c.token.size() > 4096 || c.token.find_first_of(" \t\r\n\f\v", 0) != std::string::npos) {
     return fail(Error::config(
         "ApiConfig::token must be at most 4096 bytes without whitespace (the token itself is "

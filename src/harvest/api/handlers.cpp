@@ -4,6 +4,7 @@
 #include <charconv>
 #include <span>
 
+#include <harvest/api/console_history.hpp>
 #include <harvest/api/handlers.hpp>
 #include <harvest/api/http_status.hpp>
 #include <harvest/api/overview_cache.hpp>
@@ -223,7 +224,8 @@ Handlers::Handlers(engine::Engine& engine, std::string prefix,
       json_(json),
       overview_cache_(std::make_unique<OverviewCache>(
           [&engine](long long window) { return overview_body(engine, window); },
-          std::chrono::seconds(2))) {}
+          std::chrono::seconds(2))),
+      history_(std::make_unique<ConsoleHistory>(engine, nullptr, std::chrono::seconds(15))) {}
 
 Handlers::~Handlers() = default;
 
@@ -404,9 +406,12 @@ ApiResponse Handlers::get_execution(const ApiRequest& req) {
 }
 
 void Handlers::set_console_sources(std::function<std::vector<BindingOverview>()> bindings,
-                                   std::string trace_url_template) {
+                                   std::string trace_url_template,
+                                   std::chrono::milliseconds lag_every) {
   bindings_ = std::move(bindings);
   trace_url_template_ = std::move(trace_url_template);
+  history_.reset();
+  history_ = std::make_unique<ConsoleHistory>(engine_, bindings_, lag_every);
 }
 
 ApiResponse Handlers::overview(const ApiRequest& req) {
@@ -415,6 +420,15 @@ ApiResponse Handlers::overview(const ApiRequest& req) {
     auto window = limit_param(req, 3600, "window_seconds");
     if (!window) return fail(window.error());
     auto body = overview_cache_->get(static_cast<long long>(window->value_or(60)));
+    if (!body) return fail(body.error());
+    return ApiResponse{.status = 200, .body = std::move(*body)};
+  }());
+}
+
+ApiResponse Handlers::overview_history(const ApiRequest& req) {
+  return respond([&]() -> Result<ApiResponse> {
+    if (auto ok = check_query(req, {}); !ok) return fail(ok.error());
+    auto body = history_->body();
     if (!body) return fail(body.error());
     return ApiResponse{.status = 200, .body = std::move(*body)};
   }());

@@ -56,6 +56,7 @@ struct ApiResponse {
 // Thread-safe (the engine is; the handlers keep no state of their own).
 // Keeps references to `engine` and `exporter`.
 class OverviewCache;
+class ConsoleHistory;
 
 class Handlers {
  public:
@@ -68,8 +69,10 @@ class Handlers {
   Handlers& operator=(const Handlers&) = delete;
   // What the console's routes read beside the engine: the process's
   // bindings (may be unset: none) and the trace link template (may be empty).
+  // `lag_every`: how often the bindings' lag is sampled for the history.
   void set_console_sources(std::function<std::vector<BindingOverview>()> bindings,
-                           std::string trace_url_template);
+                           std::string trace_url_template,
+                           std::chrono::milliseconds lag_every = std::chrono::seconds(15));
 
   // POST {prefix}/workflows/{name}/start
   [[nodiscard]] ApiResponse start(const ApiRequest& req);
@@ -94,6 +97,8 @@ class Handlers {
   // GET {prefix}/overview?window_seconds= (counted in the background at
   // most every 2 s per window; the answer's `as_of` says when)
   [[nodiscard]] ApiResponse overview(const ApiRequest& req);
+  // GET {prefix}/overview/history: the last hour per minute, and lag samples
+  [[nodiscard]] ApiResponse overview_history(const ApiRequest& req);
   // GET {prefix}/connectors
   [[nodiscard]] ApiResponse connectors(const ApiRequest& req);
   // GET {prefix}/dead-letters?limit=
@@ -130,6 +135,7 @@ class Handlers {
   // The overview's counts read every run (a GROUP BY over the table): one
   // answer per window serves every console, refreshed in the background.
   std::unique_ptr<OverviewCache> overview_cache_;
+  std::unique_ptr<ConsoleHistory> history_;  // made by set_console_sources
 };
 
 }  // namespace harvest::api

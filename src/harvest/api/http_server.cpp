@@ -93,7 +93,8 @@ struct ServerCore {
                                                    : config.allowed_hosts),
         request_pool(config.threads),
         control_pool(1) {
-    handlers.set_console_sources(config.bindings, config.trace_url_template);
+    handlers.set_console_sources(config.bindings, config.trace_url_template,
+                                 config.lag_sample_interval);
     add_routes();
   }
 
@@ -112,6 +113,7 @@ struct ServerCore {
         {"get_execution", &Handlers::get_execution},
         {"list_executions", &Handlers::list_executions},
         {"overview", &Handlers::overview},
+        {"overview_history", &Handlers::overview_history},
         {"connectors", &Handlers::connectors},
         {"list_dead_letters", &Handlers::list_dead_letters},
         {"replay_dead_letter", &Handlers::replay_dead_letter},

@@ -150,6 +150,9 @@ struct ApiConfig {
   /// The connector bindings GET {prefix}/connectors lists; called on a
   /// request thread. Set by HarvestPlugin; unset: the list is empty.
   std::function<std::vector<BindingOverview>()> bindings;
+  /// How often each binding's lag is sampled for the overview's last-hour
+  /// chart (GET {prefix}/overview/history). Default 15 s; 1 s to 10 min.
+  std::chrono::milliseconds lag_sample_interval = std::chrono::seconds(15);
   /// The exporter /metrics renders. Default: the engine's recorder when it is
   /// a PrometheusMetrics; otherwise /metrics answers 404. Shared with the
   /// engine, which records into it.

@@ -89,6 +89,8 @@ std::vector<RouteSpec> route_specs(std::string_view prefix) {
   // completions; and the connector bindings of this process.
   out.push_back(spec("overview", Method::kGet, p + "/overview", {200}));
   out.back().query_params = query_params::kOverview;
+  // The overview's charts: the last hour per minute, and each binding's lag.
+  out.push_back(spec("overview_history", Method::kGet, p + "/overview/history", {200}));
   out.push_back(spec("connectors", Method::kGet, p + "/connectors", {200}));
   out.push_back(spec("list_dead_letters", Method::kGet, p + "/dead-letters", {200}));
   out.back().query_params = query_params::kListDeadLetters;

@@ -127,6 +127,11 @@ class Engine {
   /// closed within the last `window` (1 s to 1 h; others are a bad request).
   [[nodiscard]] Result<RunOverview> overview(
       std::chrono::seconds window = std::chrono::seconds(60));
+  /// Runs started, completed and failed per minute over every shard, for
+  /// each whole minute from `since` (seconds since the epoch, rounded down
+  /// to a minute; at most 24 h back) to the current minute, oldest first.
+  /// Each minute is two index range reads per shard.
+  [[nodiscard]] Result<std::vector<MinuteActivity>> activity(long long since);
   /// Runs that exhausted their retries and have not been replayed (ENG-14).
   [[nodiscard]] Result<std::vector<EngineDeadLetter>> list_dead_letters(size_t limit = 100);
   /// The same, a page at a time: `limit` 1 to 1000, `cursor` the previous

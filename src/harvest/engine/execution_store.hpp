@@ -397,6 +397,9 @@ class ExecutionStore {
   // Adds this shard's counts into `into` (runs by workflow and status, and
   // the runs started and closed within `into.window`).
   [[nodiscard]] Status overview(RunOverview& into);
+  // Per-minute starts, completions and failures from the minute holding
+  // `since` (seconds since the epoch) to now, oldest first.
+  [[nodiscard]] Result<std::vector<MinuteActivity>> activity(long long since);
   // Newest failure first, after the cursor (failed_at in epoch
   // microseconds and execution id) when given; each with its failed_at in
   // microseconds.

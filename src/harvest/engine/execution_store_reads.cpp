@@ -269,6 +269,39 @@ Status ExecutionStore::overview(RunOverview& into) {
   return {};
 }
 
+Result<std::vector<MinuteActivity>> ExecutionStore::activity(long long since) {
+  // Starts from the creation-time index; outcomes from the closed runs'
+  // completion-time index, grouped by minute in one pass each.
+  auto r = conn_.exec(R"sql(
+    WITH m AS (
+      SELECT generate_series(date_trunc('minute', to_timestamp($1::bigint)),
+                             date_trunc('minute', now()), interval '1 minute') AS at),
+    s AS (
+      SELECT date_trunc('minute', created_at) AS at, count(*) AS n
+      FROM harvest_workflow_executions
+      WHERE created_at >= date_trunc('minute', to_timestamp($1::bigint)) GROUP BY 1),
+    c AS (
+      SELECT date_trunc('minute', completed_at) AS at,
+             count(*) FILTER (WHERE status = 'completed') AS done,
+             count(*) FILTER (WHERE status = 'failed') AS failed
+      FROM harvest_workflow_executions
+      WHERE completed_at >= date_trunc('minute', to_timestamp($1::bigint))
+        AND status IN ('completed', 'failed', 'cancelled', 'terminated') GROUP BY 1)
+    SELECT extract(epoch FROM m.at)::bigint AS minute, coalesce(s.n, 0) AS started,
+           coalesce(c.done, 0) AS completed, coalesce(c.failed, 0) AS failed
+    FROM m LEFT JOIN s ON s.at = m.at LEFT JOIN c ON c.at = m.at ORDER BY m.at)sql",
+                      {std::to_string(since)});
+  if (!r) return fail(r.error());
+  std::vector<MinuteActivity> out;
+  for (int i = 0; i < r->rows(); ++i) {
+    out.push_back(MinuteActivity{.minute = r->get_int(i, "minute"),
+                                 .started = r->get_int(i, "started"),
+                                 .completed = r->get_int(i, "completed"),
+                                 .failed = r->get_int(i, "failed")});
+  }
+  return out;
+}
+
 Result<std::vector<std::pair<long long, EngineDeadLetter>>> ExecutionStore::dead_letters(
     size_t limit, const std::optional<std::string>& cursor_us,
     const std::optional<std::string>& cursor_id) {

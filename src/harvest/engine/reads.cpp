@@ -145,6 +145,32 @@ Result<RunOverview> Engine::overview(std::chrono::seconds window) {
   return out;
 }
 
+Result<std::vector<MinuteActivity>> Engine::activity(long long since) {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  if (since > now || since < now - 24 * 3600) {
+    return fail(Error::bad_request("the activity's start must be within the last 24 h"));
+  }
+  std::map<long long, MinuteActivity> merged;
+  for (size_t shard = 0; shard < shards_.size(); ++shard) {
+    auto conn = pool(shard).acquire();
+    if (!conn) return fail(conn.error());
+    auto rows = ExecutionStore(**conn).activity(since);
+    if (!rows) return fail(rows.error());
+    for (const auto& m : *rows) {
+      MinuteActivity& into = merged[m.minute];
+      into.minute = m.minute;
+      into.started += m.started;
+      into.completed += m.completed;
+      into.failed += m.failed;
+    }
+  }
+  std::vector<MinuteActivity> out;
+  for (auto& [minute, m] : merged) out.push_back(m);
+  return out;
+}
+
 Result<std::vector<EngineDeadLetter>> Engine::list_dead_letters(size_t limit) {
   auto page = dead_letter_page(std::clamp<size_t>(limit, 1, 1000));
   if (!page) return fail(page.error());

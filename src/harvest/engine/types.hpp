@@ -398,6 +398,14 @@ struct RunOverview {
   long long completed = 0;          ///< runs closed within the window
 };
 
+/// Runs started, completed and failed in one minute (`Engine::activity`).
+struct MinuteActivity {
+  long long minute = 0;     ///< its start, in seconds since the epoch (UTC)
+  long long started = 0;    ///< runs created in that minute
+  long long completed = 0;  ///< runs that completed in it
+  long long failed = 0;     ///< runs that failed in it (retries exhausted or contained)
+};
+
 /// One page of `Engine::list_executions`.
 struct ExecutionPage {
   std::vector<ExecutionSummary> items;     ///< newest first, at most the filter's limit
