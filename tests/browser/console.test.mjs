@@ -127,11 +127,16 @@ async function checkAccessibility(label) {
   assert.deepEqual(violations, [], `accessibility on ${label}`);
 }
 
-// No script planted in data ran, and the page did not grow sideways.
+// No script planted in data ran, the page did not grow sideways, and no
+// table is wider than its panel (a clipped column scrolls out of sight).
 async function checkInert(label) {
   assert.equal(await page.evaluate(() => window.__pwned), undefined, `a planted script ran on ${label}`);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 2, `${label} scrolls sideways by ${overflow}px`);
+  const tables = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')]
+    .map((w) => ({ id: w.querySelector('table')?.id, over: w.scrollWidth - w.clientWidth }))
+    .filter((t) => t.over > 1));
+  assert.deepEqual(tables, [], `${label}: a table overflows its panel`);
 }
 
 before(async () => {
@@ -150,7 +155,7 @@ before(async () => {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   page = await context.newPage();
   page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
@@ -198,6 +203,13 @@ test('the overview shows the binding, its lag reaching 0', async () => {
     (await row.locator('[data-field="lag"]').textContent()).trim() === '0');
   assert.match(await row.locator('[data-field="stream"]').textContent(), new RegExp(TOPIC));
   await page.locator('#runs-by-status').waitFor();
+  // The last hour's charts: runs per minute (the orders started this
+  // minute) and the binding's lag.
+  await page.locator('#chart-runs polyline').first().waitFor();
+  await eventually('this minute\'s starts in the chart', async () =>
+    /started: [1-9]/.test(await page.locator('#chart-runs [data-series="started"]').textContent()));
+  assert.match(await page.locator('#charts').textContent(), /Lag of orders/);
+  await checkInert('the overview');
   await shoot('overview');
   await checkAccessibility('overview');
 });
@@ -315,6 +327,108 @@ test('a dead letter of a fixable condition, replayed from the console after the 
   await eventually('the replay recorded', async () =>
     sql(`SELECT replay_outcome FROM harvest_connector_dead_letters WHERE id = '${dl}'`) === 'started');
   assert.equal(sql("SELECT count(*) FROM harvest_workflow_executions WHERE workflow_id = 'order-U1'"), '1');
+});
+
+test('a single line over 1 MiB is shown whole as inert text, and the page stays usable', async () => {
+  const line = 'H<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">' + 'N'.repeat(1100 * 1024);
+  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: 'big-input', input: { note: line } });
+  assert.equal(started.status, 201);
+  const id = started.json.execution_id;
+  await eventually('the run waiting', async () =>
+    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'waiting');
+  await open(`#/executions/${id}`);
+  const shown = await page.locator('#input').textContent();
+  assert.ok(shown.length >= 1100 * 1024, `the input is shown whole (${shown.length} characters)`);
+  assert.ok(shown.includes('<script>window.__pwned=1</script>'), 'the markup is shown as text');
+  await checkInert('a run with a 1.1 MiB input line');
+  // Still usable: another page opens at once.
+  const t0 = Date.now();
+  await page.click('nav a[href="#/overview"]');
+  await page.locator('main h1', { hasText: 'Overview' }).waitFor({ timeout: 5000 });
+  assert.ok(Date.now() - t0 < 5000);
+  // A signal sent from the console reaches the run, which completes.
+  await open(`#/executions/${id}`);
+  await page.fill('#signal-name', 'approve');
+  await page.fill('#signal-payload', '{"by":"browser"}');
+  await page.click('#signal-form button[type="submit"]');
+  await eventually('the run completed by the signal', async () =>
+    sql(`SELECT status || ' ' || (output->>'approved') FROM harvest_workflow_executions WHERE id = '${id}'`) === 'completed true');
+});
+
+test('a waiting run terminated from the console is terminated in PostgreSQL', async () => {
+  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: 'approval-t', input: {} });
+  assert.equal(started.status, 201);
+  const id = started.json.execution_id;
+  await eventually('the run waiting', async () =>
+    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'waiting');
+  await open(`#/executions/${id}`);
+  await page.click('#terminate');
+  await page.fill('#stop-reason', 'terminated from the browser test');
+  await page.click('#confirm-stop');
+  await eventually('the run terminated', async () =>
+    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'terminated');
+});
+
+test('an engine dead letter replayed from the console runs again', async () => {
+  const id = await eventually('an engine dead letter', async () =>
+    sql("SELECT execution_id FROM harvest_engine_dead_letters WHERE workflow_name = 'always_fails' AND replayed_at IS NULL LIMIT 1"));
+  const events = () => Number(sql(`SELECT count(*) FROM harvest_workflow_events WHERE execution_id = '${id}'`));
+  const before = events();
+  await open('#/dead-letters');
+  await page.click(`#dead-letters tr[data-execution-id="${id}"] button.replay`);
+  await eventually('the replay recorded', async () =>
+    sql(`SELECT count(*) FROM harvest_engine_dead_letters WHERE execution_id = '${id}' AND replayed_at IS NOT NULL`) === '1' ||
+    events() > before);
+  await eventually('the run ran again and failed again', async () =>
+    events() > before && sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'failed');
+});
+
+test('matching connector dead letters are replayed, then purged, in bulk from the console', async () => {
+  const poison = () => sql(`SELECT coalesce(replay_outcome, replay_requested_at::text, 'none') FROM harvest_connector_dead_letters WHERE coordinates = '${manifest.poison}'`);
+  await open('#/connector-dead-letters?binding=orders&reason=undecodable');
+  await page.click('#replay-filtered');
+  await page.locator('#bulk-preview', { hasText: /1 dead letter matches/ }).waitFor();
+  await page.click('#confirm-bulk');
+  // Still not JSON: the replay dead-letters it again, and says so.
+  await eventually('the bulk replay carried out', async () => poison() === 'dead_lettered');
+  await open('#/connector-dead-letters?binding=orders&reason=undecodable');
+  await page.click('#purge-filtered');
+  await page.locator('#bulk-preview', { hasText: /1 dead letter matches/ }).waitFor();
+  await page.click('#confirm-bulk');
+  await eventually('the bulk purge carried out', async () =>
+    sql("SELECT count(*) FROM harvest_connector_dead_letters WHERE reason = 'undecodable'") === '0');
+  assert.notEqual(sql('SELECT count(*) FROM harvest_connector_dead_letters'), '0', 'only the matches went');
+});
+
+test('both dead-letter lists page past their first page', async () => {
+  sql(`INSERT INTO harvest_connector_dead_letters (binding, stream, coordinates, idempotency_key, reason,
+       detail, attempts, payload, failed_at) SELECT 'paged', 'paged.events', 'paged.events:0:' || i, 'k' || i,
+       'undecodable', 'malformed', 1, 'x', now() - i * interval '1 second' FROM generate_series(1, 60) i`);
+  await open('#/connector-dead-letters?binding=paged');
+  const rows = page.locator('#connector-dead-letters tr[data-id]');
+  assert.equal(await rows.count(), 50);
+  const first = await rows.first().getAttribute('data-coordinates');
+  await page.click('#next-page');
+  await page.locator('#first-page').waitFor();
+  assert.equal(await rows.count(), 10);
+  assert.equal(await rows.last().getAttribute('data-coordinates'), 'paged.events:0:60');
+  assert.notEqual(await rows.first().getAttribute('data-coordinates'), first);
+  await checkInert('connector dead letters, second page');
+  sql(`WITH e AS (INSERT INTO harvest_workflow_executions (id, workflow_name, workflow_id, status, input,
+       start_source, created_at, completed_at, run_after) SELECT gen_random_uuid(), 'always_fails', 'paged-' || i,
+       'failed', '{}'::jsonb, 'api', now() - interval '1 day', now() - interval '1 day' + i * interval '1 second',
+       now() FROM generate_series(1, 105) i RETURNING id, workflow_name, workflow_id, completed_at)
+       INSERT INTO harvest_engine_dead_letters (execution_id, workflow_name, workflow_id, error, attempts, failed_at)
+       SELECT id, workflow_name, workflow_id, 'boom', 1, completed_at FROM e`);
+  await open('#/dead-letters');
+  const dead = page.locator('#dead-letters tr[data-execution-id]');
+  assert.equal(await dead.count(), 100);
+  await page.click('#next-page');
+  await page.locator('#first-page').waitFor();
+  const rest = await dead.count();
+  assert.ok(rest >= 5 && rest < 100, `the second page holds the rest (${rest})`);
+  await checkInert('engine dead letters, second page');
+  await shoot('dead-letters-page-2');
 });
 
 test('no page logged a JavaScript error', () => {

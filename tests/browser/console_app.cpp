@@ -153,6 +153,9 @@ int serve() {
           });
   api::ApiConfig api = api::api_config_from_env().value();
   api.trace_url_template = "http://127.0.0.1:16686/trace/{trace_id}";
+  // Room for a run whose input holds a single line over 1 MiB (the console
+  // shows an input whole).
+  api.max_body_bytes = 4 << 20;
   auto app = plugin::HarvestPlugin()
                  .workflows(std::move(workflows))
                  .connector(binding, source)

@@ -3,13 +3,14 @@
 // hex dump, key and headers, replay and purge).
 
 import {
-  HEX_DUMP_LIMIT, DLQ_FILTERS, ISO_PLACEHOLDER, el, on, enc, route, visible, data, cell, dataTable, field,
+  HEX_DUMP_LIMIT, DLQ_FILTERS, ISO_PLACEHOLDER, el, on, enc, route, withQuery, visible, data, cell, dataTable, field,
   textInput, select, plural, short, setTitle, timeCell, describeResult,
 } from './dom.js';
 import {
   openDialog, describeError, api, query, errorBox, actionStatus, runAction, confirmDialog,
 } from './api.js';
 import { filterForm, summaryRow, idHeading } from './executions.js';
+import { navigate } from './nav.js';
 
 // ---------------------------------------------------------------------------
 // Connector dead letters
@@ -42,11 +43,13 @@ export async function pageConnectorDeadLetters(ctx) {
   const filter = {};
   for (const k of DLQ_FILTERS) if (params.get(k)) filter[k] = params.get(k);
   const limit = params.get('limit') || '50';
+  const cursor = params.get('cursor') || '';
   const heading = el('h1', null, 'Connector dead letters');
   const form = dlqFilters(params);
   let body;
   try {
-    body = await api('/connector-dead-letters' + query(new URLSearchParams({ ...filter, limit })));
+    body = await api('/connector-dead-letters' +
+      query(new URLSearchParams({ ...filter, limit, ...(cursor ? { cursor } : {}) })));
   } catch (err) {
     ctx.mount(heading, form, actionStatus, errorBox(err));
     return;
@@ -65,11 +68,23 @@ export async function pageConnectorDeadLetters(ctx) {
     timeCell('failed_at', d.failed_at),
     cell('replay', replayState(d))));
   const hasFilter = Object.keys(filter).length > 0;
+  // Pages by the cursor the list answers: Older follows it, Newest drops it.
+  const paging = el('div', { class: 'buttons paging' });
+  const base = new URLSearchParams({ ...filter, ...(params.get('limit') ? { limit } : {}) });
+  if (cursor) {
+    paging.append(el('a', { id: 'first-page', href: withQuery('#/connector-dead-letters', base), class: 'button-link' }, 'Newest'));
+  }
+  if (body.next_cursor) {
+    const next = new URLSearchParams(base);
+    next.set('cursor', String(body.next_cursor));
+    paging.append(on(el('button', { type: 'button', id: 'next-page' }, 'Older'), 'click',
+      () => navigate(withQuery('#/connector-dead-letters', next))));
+  }
   ctx.mount(heading, form, actionStatus,
     hasFilter ? bulkControls(filter)
       : el('p', { class: 'muted' }, 'Set a filter to replay or purge the matching dead letters in bulk.'),
     el('p', { class: 'muted' }, `Showing ${plural(items.length, 'dead letter')}, newest first` +
-      (items.length >= Number(limit) ? ` (the limit is ${limit}; more may match).` : '.')),
+      (cursor ? ' (older page)' : '') + (body.next_cursor ? '; older ones follow.' : '.')),
     dataTable({
       id: 'connector-dead-letters',
       caption: 'Connector dead letters',
@@ -81,7 +96,8 @@ export async function pageConnectorDeadLetters(ctx) {
       ],
       rows,
     }),
-    items.length === 0 ? el('p', { class: 'empty' }, 'No connector dead letters match these filters.') : null);
+    items.length === 0 ? el('p', { class: 'empty' }, 'No connector dead letters match these filters.') : null,
+    paging);
 }
 
 function bulkControls(filter) {

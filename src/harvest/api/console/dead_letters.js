@@ -2,9 +2,10 @@
 // good, each with a Replay button).
 
 import {
-  el, on, enc, route, visible, cell, dataTable, short, setTitle, timeCell, describeResult,
+  el, on, enc, route, withQuery, visible, cell, dataTable, short, setTitle, timeCell, describeResult,
 } from './dom.js';
-import { api, errorBox, actionStatus, runAction } from './api.js';
+import { api, query, errorBox, actionStatus, runAction } from './api.js';
+import { navigate } from './nav.js';
 
 // ---------------------------------------------------------------------------
 // Engine dead letters
@@ -12,10 +13,12 @@ import { api, errorBox, actionStatus, runAction } from './api.js';
 export async function pageDeadLetters(ctx) {
   setTitle('Engine dead letters');
   const heading = el('h1', null, 'Engine dead letters');
-  const intro = el('p', { class: 'muted' }, 'Executions that failed for good, newest first (at most 100).');
+  const cursor = ctx.route.params.get('cursor') || '';
+  const intro = el('p', { class: 'muted' },
+    `Executions that failed for good, newest first, 100 a page${cursor ? ' (older page)' : ''}.`);
   let body;
   try {
-    body = await api('/dead-letters?limit=100');
+    body = await api('/dead-letters' + query(new URLSearchParams({ limit: '100', ...(cursor ? { cursor } : {}) })));
   } catch (err) {
     ctx.mount(heading, intro, actionStatus, errorBox(err));
     return;
@@ -41,6 +44,13 @@ export async function pageDeadLetters(ctx) {
       timeCell('failed_at', d.failed_at),
       el('td', { class: 'actions-cell' }, button));
   });
+  const paging = el('div', { class: 'buttons paging' });
+  if (cursor) paging.append(el('a', { id: 'first-page', href: '#/dead-letters', class: 'button-link' }, 'Newest'));
+  if (body.next_cursor) {
+    const next = new URLSearchParams({ cursor: String(body.next_cursor) });
+    paging.append(on(el('button', { type: 'button', id: 'next-page' }, 'Older'), 'click',
+      () => navigate(withQuery('#/dead-letters', next))));
+  }
   ctx.mount(heading, intro, actionStatus,
     dataTable({
       id: 'dead-letters',
@@ -52,5 +62,6 @@ export async function pageDeadLetters(ctx) {
       ],
       rows,
     }),
-    items.length === 0 ? el('p', { class: 'empty' }, 'There are no engine dead letters.') : null);
+    items.length === 0 ? el('p', { class: 'empty' }, 'There are no engine dead letters.') : null,
+    paging);
 }

@@ -5,6 +5,7 @@ import {
   REFRESH_MS, EXECUTION_STATUSES, el, withQuery, visible, cell, dataTable, setTitle, secondsAgo, morphSlot,
 } from './dom.js';
 import { ApiError, describeError, api, errorBox } from './api.js';
+import { renderCharts } from './charts.js';
 
 // ---------------------------------------------------------------------------
 // Overview
@@ -13,6 +14,7 @@ export async function pageOverview(ctx) {
   setTitle('Overview');
   const errorSlot = el('div', { class: 'slot' });
   const statsSlot = el('div', { class: 'slot' });
+  const chartsSlot = el('div', { class: 'slot' });
   const runsSlot = el('div', { class: 'slot' });
   const bindingsSlot = el('div', { class: 'slot' });
   const updated = el('p', { class: 'muted updated' });
@@ -26,7 +28,8 @@ export async function pageOverview(ctx) {
       ctx.schedule(refresh);
       return;
     }
-    const [overview, connectors] = await Promise.allSettled([api('/overview'), api('/connectors')]);
+    const [overview, connectors, history] = await Promise.allSettled(
+      [api('/overview'), api('/connectors'), api('/overview/history')]);
     if (ctx.stale()) return;
     const errors = [];
     const fill = (slot, result, draw) => {
@@ -42,6 +45,7 @@ export async function pageOverview(ctx) {
       }
     };
     fill(statsSlot, overview, renderThroughput);
+    fill(chartsSlot, history, renderCharts);
     fill(runsSlot, overview, renderRuns);
     fill(bindingsSlot, connectors, renderBindings);
     const seen = new Set();
@@ -59,6 +63,8 @@ export async function pageOverview(ctx) {
         errorSlot,
         el('section', { 'aria-labelledby': 'throughput-title' },
           el('h2', { id: 'throughput-title' }, 'Throughput'), statsSlot),
+        el('section', { 'aria-labelledby': 'charts-title' },
+          el('h2', { id: 'charts-title' }, 'The last hour'), chartsSlot),
         el('section', { 'aria-labelledby': 'runs-title' },
           el('h2', { id: 'runs-title' }, 'Runs by workflow and status'), runsSlot),
         el('section', { 'aria-labelledby': 'connectors-title' },
@@ -118,28 +124,32 @@ function renderRuns(ov) {
 function renderBindings(body) {
   const items = Array.isArray(body.items) ? body.items : [];
   if (items.length === 0) return el('p', { class: 'empty' }, 'This process runs no connector bindings.');
+  // Ten columns that fit a 1280-pixel window: related fields share a cell,
+  // each in a span of its own (data-field), the second one on a small line.
+  const part = (fieldName, value, cls = '') => el('span', {
+    'data-field': fieldName, class: ['cell', cls].filter(Boolean).join(' '), dir: 'ltr',
+    title: value === null || value === undefined ? null : String(value),
+  }, value === null || value === undefined ? '—' : visible(String(value)));
   const rows = items.map((b) => {
     const lag = b.lag === null || b.lag === undefined ? 'unknown' : String(b.lag);
     const last = b.last_pass_at ? secondsAgo(b.last_pass_at) : 'never';
     const dlqHref = withQuery('#/connector-dead-letters', new URLSearchParams({ binding: String(b.binding ?? '') }));
     return el('tr', { 'data-binding': b.binding },
-      cell('binding', b.binding, { cls: 'mono' }),
-      el('td', null, el('a', { href: dlqHref, 'aria-label': `Dead letters of binding ${b.binding}` }, 'Dead letters')),
-      cell('kind', b.kind),
-      cell('subscription', b.subscription, { cls: 'mono' }),
-      cell('stream', b.stream, { cls: 'mono' }),
-      cell('workflow', b.workflow),
-      cell('running', b.running ? 'yes' : 'no'),
+      el('td', null, part('binding', b.binding, 'mono'),
+        el('span', { class: 'sub' }, part('kind', b.kind), ' → ', part('workflow', b.workflow))),
+      el('td', null, part('stream', b.stream, 'mono'),
+        el('span', { class: 'sub' }, part('subscription', b.subscription, 'mono'))),
+      el('td', null, part('running', b.running ? 'running' : 'stopped', b.running ? '' : 'bad'),
+        el('span', { class: 'sub' }, 'store ', part('store_available', b.store_available ? 'available' : 'unavailable',
+          b.store_available ? '' : 'bad'))),
       cell('lag', lag, { cls: 'num' }),
       cell('in_flight', b.in_flight, { cls: 'num' }),
       el('td', { 'data-field': 'last_pass_at', title: b.last_pass_at || 'never' },
         el('span', { class: 'cell', dir: 'ltr' }, last)),
-      cell('stalls', b.stalls, { cls: 'num' }),
-      cell('rebuilds', b.rebuilds, { cls: 'num' }),
-      cell('store_available', b.store_available ? 'available' : 'unavailable',
-        { cls: b.store_available ? '' : 'bad' }),
+      el('td', { class: 'num' }, part('stalls', b.stalls), ' / ', part('rebuilds', b.rebuilds)),
       cell('dispatched', b.dispatched, { cls: 'num' }),
-      cell('dead_lettered', b.dead_lettered, { cls: 'num' }),
+      el('td', { class: 'num' }, el('a', { href: dlqHref, 'aria-label': `${b.dead_lettered ?? 0} dead letters of binding ${b.binding}` },
+        part('dead_lettered', b.dead_lettered))),
       cell('retried', b.retried, { cls: 'num' }));
   });
   // A binding holding on a coordinate collision says so above the table, in
@@ -152,12 +162,10 @@ function renderBindings(body) {
     caption: 'Connector bindings',
     layout: 'auto',
     columns: [
-      { label: 'Binding' }, { label: 'Links' }, { label: 'Kind' }, { label: 'Subscription' },
-      { label: 'Stream' }, { label: 'Workflow' }, { label: 'Running' },
+      { label: 'Binding' }, { label: 'Stream' }, { label: 'State' },
       { label: 'Lag', cls: 'num' }, { label: 'In flight', cls: 'num' }, { label: 'Last pass' },
-      { label: 'Stalls', cls: 'num' }, { label: 'Rebuilds', cls: 'num' }, { label: 'Store' },
-      { label: 'Dispatched', cls: 'num' }, { label: 'Dead-lettered', cls: 'num' },
-      { label: 'Retried', cls: 'num' },
+      { label: 'Stalls / rebuilds', cls: 'num' }, { label: 'Dispatched', cls: 'num' },
+      { label: 'Dead-lettered', cls: 'num' }, { label: 'Retried', cls: 'num' },
     ],
     rows,
   })];
