@@ -301,7 +301,10 @@ drive_net_commit_reset() {
         net_toxi clear "$link"
         sleep "$(rand_s 0.2 1)"
       done
-      NET_NOTE="rounds=$rounds outcome_writes_cut=$(grep -c 'cannot record outcome' "$LOGS/$SCENARIO.app.log" || true) intake_pauses=$(grep -c 'the store is unreachable; intake paused' "$LOGS/$SCENARIO.app.log" || true)"
+      # A commit in doubt: a cut that fell after the app sent a COMMIT (or a
+      # pipeline's sync point) and before its answer (store/pg.cpp logs each).
+      NET_DOUBT=$(grep -c 'commit in doubt' "$LOGS/$SCENARIO.app.log" || true)
+      NET_NOTE="rounds=$rounds commits_in_doubt=$NET_DOUBT outcome_writes_cut=$(grep -c 'cannot record outcome' "$LOGS/$SCENARIO.app.log" || true) intake_pauses=$(grep -c 'the store is unreachable; intake paused' "$LOGS/$SCENARIO.app.log" || true)"
       log "$rounds rounds: $NET_NOTE"
       net_resume ;;
     stop) stop_app app ;;
@@ -335,7 +338,17 @@ scenario_net_latency() { net_run net_latency $((NET_STRETCH_S + 20)); }
 scenario_net_bandwidth() { net_run net_bandwidth $((NET_STRETCH_S + 20)); }
 scenario_net_reset() { net_run net_reset $((NET_RESETS * 10 + 10)); }
 scenario_net_blackhole() { net_run net_blackhole $((NET_BLACKHOLE_S * 2 + 20)); }
-scenario_net_commit_reset() { net_run net_commit_reset $((NET_CUTS_S + 10)); }
+# The scenario is about commits whose answer is lost: it fails unless at
+# least one cut landed there (and nothing was lost or repeated).
+scenario_net_commit_reset() {
+  NET_DOUBT=0
+  net_run net_commit_reset $((NET_CUTS_S + 10))
+  if ((NET_DOUBT == 0)); then
+    log "no cut landed between a commit and its answer: the scenario proved nothing"
+    LINE=${LINE/RESULT=PASS/RESULT=FAIL}
+  fi
+  LINE=${LINE/ RESULT=/ commits_in_doubt=$NET_DOUBT RESULT=}
+}
 
 # ---- a blackhole below the proxy: packets vanish ----
 #

@@ -11,13 +11,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
-import { readFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { freePort, eventuallyOr, accessibilityViolations, inertProblems } from './support.mjs';
 
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const APP = process.env.CONSOLE_APP;
 const ADMIN_URL = process.env.HARVEST_TEST_DATABASE_URL;
 const KAFKA = process.env.HARVEST_TEST_KAFKA_BOOTSTRAP;
@@ -40,30 +37,7 @@ function sql(query) {
   return execFileSync('psql', [DB_URL, '-qXtAc', query], { encoding: 'utf8' }).trim();
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
-async function eventually(what, fn, timeoutMs = 60000) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < end) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${last})\n--- app log ---\n${appLog.slice(-4000)}`);
-}
 
 async function startApp(version) {
   app = spawn(APP, ['serve'], {
@@ -109,35 +83,17 @@ async function open(hash) {
   await page.locator('main h1').first().waitFor();
 }
 
+const eventually = (what, fn, timeoutMs = 60000) =>
+  eventuallyOr(what, fn, timeoutMs, () => `\n--- app log ---\n${appLog.slice(-4000)}`);
+const checkAccessibility = async (label) =>
+  assert.deepEqual(await accessibilityViolations(page), [], `accessibility on ${label}`);
+const checkInert = async (label) => assert.deepEqual(await inertProblems(page), [], label);
+
 async function shoot(name, fullPage = false) {
   await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage });
 }
 
-// axe-core in the page (evaluated over the DevTools protocol, which the
-// page's Content-Security-Policy does not govern): no serious or critical
-// violation.
-async function checkAccessibility(label) {
-  const violations = await page.evaluate(async (source) => {
-    if (!window.axe) (0, eval)(source);
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  }, AXE);
-  assert.deepEqual(violations, [], `accessibility on ${label}`);
-}
 
-// No script planted in data ran, the page did not grow sideways, and no
-// table is wider than its panel (a clipped column scrolls out of sight).
-async function checkInert(label) {
-  assert.equal(await page.evaluate(() => window.__pwned), undefined, `a planted script ran on ${label}`);
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 2, `${label} scrolls sideways by ${overflow}px`);
-  const tables = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')]
-    .map((w) => ({ id: w.querySelector('table')?.id, over: w.scrollWidth - w.clientWidth }))
-    .filter((t) => t.over > 1));
-  assert.deepEqual(tables, [], `${label}: a table overflows its panel`);
-}
 
 before(async () => {
   assert.ok(APP && ADMIN_URL && KAFKA, 'CONSOLE_APP, HARVEST_TEST_DATABASE_URL and HARVEST_TEST_KAFKA_BOOTSTRAP');

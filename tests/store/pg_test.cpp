@@ -145,5 +145,29 @@ TEST_F(ConnectionSettingsTest, sessions_get_timeouts_and_keepalives_unless_the_u
   EXPECT_EQ(r->get_int(0, "v"), 1);
 }
 
+// Issue 48 item 4: a COMMIT whose connection broke before its answer is a
+// commit in doubt — counted and logged, as the network fault scenario
+// reports; a statement the database refused on a healthy connection is not.
+TEST_F(PipelineTest, a_commit_whose_connection_broke_is_counted_in_doubt_and_a_refusal_is_not) {
+  auto c = open();
+  ASSERT_TRUE(c->exec("CREATE TABLE doubt_t (v int PRIMARY KEY)"));
+  const uint64_t before = commits_in_doubt();
+  auto refused = c->exec_pipeline(
+      {{"INSERT INTO doubt_t VALUES ($1)", {"1"}}, {"INSERT INTO doubt_t VALUES ($1)", {"1"}}});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(commits_in_doubt(), before) << "a refusal is an answer";
+  auto tx = Transaction::begin(*c);
+  ASSERT_TRUE(tx);
+  ASSERT_TRUE(c->exec("INSERT INTO doubt_t VALUES (2)"));
+  const long long pid = c->exec("SELECT pg_backend_pid() AS v")->get_int(0, "v");
+  // Ended from outside, and waited for (up to 5 s), while it is idle in the
+  // transaction: the COMMIT then goes to a closed connection.
+  ASSERT_EQ(text("SELECT pg_terminate_backend(" + std::to_string(pid) + ", 5000)::text"), "true");
+  auto committed = tx->commit();
+  ASSERT_FALSE(committed);
+  EXPECT_EQ(committed.error().kind, ErrorKind::kTransient);
+  EXPECT_EQ(commits_in_doubt(), before + 1);
+}
+
 }  // namespace
 }  // namespace harvest::store

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -73,7 +74,27 @@ PGconn* connect_with_defaults(const std::string& url) {
   return PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
 }
 
+// A commit whose answer never came: the connection broke after the commit
+// (COMMIT, or a pipeline's sync point) was sent. The database may or may
+// not have committed; every durable write of harvest is idempotent, so the
+// caller's retry settles it either way. Counted and logged so that a fault
+// test can show its cuts landed there (scripts/chaos/network.sh).
+std::atomic<uint64_t> g_commits_in_doubt{0};
+
+void note_commit_in_doubt(std::string_view what) {
+  const uint64_t n = g_commits_in_doubt.fetch_add(1, std::memory_order_relaxed) + 1;
+  log::warn(
+      "commit in doubt: the connection to PostgreSQL broke after {} was sent and before its "
+      "answer, so whether it committed is unknown; the write is retried, and a repeat changes "
+      "nothing ({} so far)",
+      what, n);
+}
+
 }  // namespace
+
+uint64_t commits_in_doubt() {
+  return g_commits_in_doubt.load(std::memory_order_relaxed);
+}
 
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& url,
                                                      bool transaction_pooler) {
@@ -150,6 +171,8 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
     if (!r) return fail(r.error());
     return std::vector<PgResult>{std::move(*r)};
   }
+  // Outside a caller's transaction, the pipeline's sync point commits it.
+  const bool commits = !in_transaction();
   if (PQenterPipelineMode(conn_) != 1) {
     return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
   }
@@ -270,6 +293,9 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
       if (sync) break;
     }
   }
+  if (commits && !send_error && first_error && PQstatus(conn_) != CONNECTION_OK) {
+    note_commit_in_doubt("a pipeline's sync point");
+  }
   // A statement is known to the session only once its prepare succeeded
   // (names are never reused, so one prepared but unconfirmed is harmless).
   for (const auto& sql : fresh) {
@@ -350,7 +376,10 @@ Transaction::~Transaction() {
 Status Transaction::commit() {
   done_ = true;
   auto r = conn_->exec("COMMIT");
-  if (!r) return fail(r.error());
+  if (!r) {
+    if (!conn_->healthy()) note_commit_in_doubt("COMMIT");
+    return fail(r.error());
+  }
   return {};
 }
 

@@ -111,6 +111,11 @@ class Connection {
   uint64_t next_prepared_ = 0;
 };
 
+// Commits in doubt in this process so far: a COMMIT, or the sync point of a
+// pipeline outside a transaction, was sent and the connection broke before
+// its answer (each is also logged as a warning).
+[[nodiscard]] uint64_t commits_in_doubt();
+
 // BEGIN on construction, ROLLBACK on destruction unless committed.
 class Transaction {
  public:
