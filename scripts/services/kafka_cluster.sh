@@ -13,6 +13,9 @@
 #   scripts/services/kafka_cluster.sh controller # the active controller's (quorum leader's) node id
 #   scripts/services/kafka_cluster.sh wait-isr [SECONDS] # until every partition has its full ISR again (default 60 s)
 #   scripts/services/kafka_cluster.sh port ID    # node ID's broker port
+#   scripts/services/kafka_cluster.sh produced TOPIC     # records on TOPIC so far (the sum of its partitions' end offsets)
+#   scripts/services/kafka_cluster.sh coordinator GROUP  # the node coordinating consumer group GROUP
+#   scripts/services/kafka_cluster.sh in-isr ID TOPIC    # how many of TOPIC's partitions still list node ID in their ISR
 #
 # Layout: node i (1..3) serves PLAINTEXT on PORT+2(i-1) and its controller
 # listener on PORT+2(i-1)+1, so the cluster takes the six ports PORT..PORT+5.
@@ -102,11 +105,11 @@ java_opts() {  # java_opts DIR
 TOOL_OPTS=(-Xms64m -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true)
 
 # tool CLASS ARGS...: a Kafka command-line tool against the cluster, WARN logs to stderr.
-tool() {
+tool() {  # tool CLASS ARGS...; run under `timeout $TOOL_TIMEOUT` when that is set
   local cls=$1
   shift
   ensure_libs
-  java "${TOOL_OPTS[@]}" -Dlog4j2.configurationFile="$STATE_DIR/log4j2-tools.properties" \
+  ${TOOL_TIMEOUT:+timeout "$TOOL_TIMEOUT"} java "${TOOL_OPTS[@]}" -Dlog4j2.configurationFile="$STATE_DIR/log4j2-tools.properties" \
     -cp "$LIBS/*" "$cls" "$@"
 }
 
@@ -378,6 +381,34 @@ cmd_wait_isr() {
   done
 }
 
+# produced TOPIC: the sum of TOPIC's end offsets, from any live node (empty
+# when no node answers within 8 s).
+cmd_produced() {
+  local topic=${1:?usage: produced TOPIC}
+  TOOL_TIMEOUT=8 tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$BOOTSTRAP" --topic "$topic" 2>/dev/null |
+    awk -F: '{ s += $NF; n++ } END { if (n) print s }'
+}
+
+# in-isr ID TOPIC: how many of TOPIC's partitions list node ID in their ISR,
+# on a live node's metadata (a dead node stays there until the active
+# controller fences it).
+cmd_in_isr() {
+  local id=${1:?usage: in-isr ID TOPIC} topic=${2:?usage: in-isr ID TOPIC}
+  ensure_kcat
+  timeout 10 "$KCAT" -b "$BOOTSTRAP" -L -t "$topic" -m 5 2>/dev/null | awk -v id="$id" '
+    $1 == "partition" { for (i = 1; i <= NF; i++) if ($i == "isrs:") { v = $(i+1); sub(/,$/, "", v)
+                        n = split(v, a, ","); for (j = 1; j <= n; j++) if (a[j] == id) c++ } }
+    END { print c + 0 }'
+}
+
+# coordinator GROUP: the node id of GROUP's coordinator (ConsumerGroupCommand
+# --describe --state); empty when no node answers within 8 s.
+cmd_coordinator() {
+  local group=${1:?usage: coordinator GROUP}
+  TOOL_TIMEOUT=8 tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$BOOTSTRAP" \
+    --describe --group "$group" --state 2>/dev/null | awk 'match($0, /\([0-9]+\)/) { print substr($0, RSTART + 1, RLENGTH - 2); exit }'
+}
+
 cmd_topic() {
   local name=${1:-} partitions=${2:-1} rf=${3:-3}
   [[ -n "$name" ]] || die "usage: $0 topic NAME [PARTITIONS] [RF]"
@@ -395,6 +426,9 @@ case "${1:-}" in
   resume) shift; cmd_resume "$@" ;;
   leaders) shift; cmd_leaders "$@" ;;
   controller) cmd_controller ;;
+  produced) shift; cmd_produced "$@" ;;
+  coordinator) shift; cmd_coordinator "$@" ;;
+  in-isr) shift; cmd_in_isr "$@" ;;
   wait-isr) shift; cmd_wait_isr "$@" ;;
   topic) shift; cmd_topic "$@" ;;
   port) check_id "${2:-}"; broker_port "$2" ;;
