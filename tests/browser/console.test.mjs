@@ -12,8 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-import { freePort, eventuallyOr, accessibilityViolations, inertProblems } from './support.mjs';
+import { freePort, eventuallyOr, launchBrowser, accessibilityViolations, inertProblems } from './support.mjs';
 
 const APP = process.env.CONSOLE_APP;
 const ADMIN_URL = process.env.HARVEST_TEST_DATABASE_URL;
@@ -37,7 +36,10 @@ function sql(query) {
   return execFileSync('psql', [DB_URL, '-qXtAc', query], { encoding: 'utf8' }).trim();
 }
 
-
+// The status of a run in PostgreSQL.
+function statusOf(id) {
+  return sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`);
+}
 
 async function startApp(version) {
   app = spawn(APP, ['serve'], {
@@ -93,7 +95,24 @@ async function shoot(name, fullPage = false) {
   await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage });
 }
 
+// Starts an await_approval run and waits until it waits; its execution id.
+async function waitingRun(workflowId, input = {}) {
+  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: workflowId, input });
+  assert.equal(started.status, 201);
+  const id = started.json.execution_id;
+  await eventually('the run waiting', async () => statusOf(id) === 'waiting');
+  return id;
+}
 
+// Stops a run from its page — the #cancel or #terminate button, a reason,
+// confirm — and waits until PostgreSQL has it `status`.
+async function stopFromConsole(id, button, status) {
+  await open(`#/executions/${id}`);
+  await page.click(`#${button}`);
+  await page.fill('#stop-reason', `${status} from the browser test`);
+  await page.click('#confirm-stop');
+  await eventually(`the run ${status}`, async () => statusOf(id) === status);
+}
 
 before(async () => {
   assert.ok(APP && ADMIN_URL && KAFKA, 'CONSOLE_APP, HARVEST_TEST_DATABASE_URL and HARVEST_TEST_KAFKA_BOOTSTRAP');
@@ -106,17 +125,8 @@ before(async () => {
   });
   manifest = JSON.parse(out.trim().split('\n').pop());
   await startApp(1);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await context.newPage();
-  page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(`${m.text()} @ ${m.location().url}`);
-  });
+  // No token here: the first test enters it through the console's dialog.
+  ({ browser, page } = await launchBrowser({ errors: consoleErrors }));
 });
 
 after(async () => {
@@ -212,8 +222,7 @@ test('a run is found by the record that started it, and its timeline shows the s
   await checkAccessibility('executions');
   const id = await rows.first().getAttribute('data-execution-id');
   assert.equal(sql(`SELECT start_source_ref FROM harvest_workflow_executions WHERE id = '${id}'`), manifest.good3);
-  await eventually('the run completed', async () =>
-    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'completed');
+  await eventually('the run completed', async () => statusOf(id) === 'completed');
   await open(`#/executions/${id}`);
   const steps = page.locator('#timeline li[data-kind="StepCompleted"]');
   assert.equal(await steps.count(), 2);
@@ -231,17 +240,8 @@ test('a run is found by the record that started it, and its timeline shows the s
 });
 
 test('a waiting run cancelled from the console is cancelled in PostgreSQL', async () => {
-  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: 'approval-1', input: {} });
-  assert.equal(started.status, 201);
-  const id = started.json.execution_id;
-  await eventually('the run waiting', async () =>
-    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'waiting');
-  await open(`#/executions/${id}`);
-  await page.click('#cancel');
-  await page.fill('#stop-reason', 'cancelled from the browser test');
-  await page.click('#confirm-stop');
-  await eventually('the run cancelled', async () =>
-    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'cancelled');
+  const id = await waitingRun('approval-1');
+  await stopFromConsole(id, 'cancel', 'cancelled');
   await page.locator('#action-status').waitFor();
 });
 
@@ -288,11 +288,7 @@ test('a dead letter of a fixable condition, replayed from the console after the 
 
 test('a single line over 1 MiB is shown whole as inert text, and the page stays usable', async () => {
   const line = 'H<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">' + 'N'.repeat(1100 * 1024);
-  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: 'big-input', input: { note: line } });
-  assert.equal(started.status, 201);
-  const id = started.json.execution_id;
-  await eventually('the run waiting', async () =>
-    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'waiting');
+  const id = await waitingRun('big-input', { note: line });
   await open(`#/executions/${id}`);
   const shown = await page.locator('#input').textContent();
   assert.ok(shown.length >= 1100 * 1024, `the input is shown whole (${shown.length} characters)`);
@@ -313,17 +309,7 @@ test('a single line over 1 MiB is shown whole as inert text, and the page stays 
 });
 
 test('a waiting run terminated from the console is terminated in PostgreSQL', async () => {
-  const started = await api('POST', '/workflows/await_approval/start', { workflow_id: 'approval-t', input: {} });
-  assert.equal(started.status, 201);
-  const id = started.json.execution_id;
-  await eventually('the run waiting', async () =>
-    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'waiting');
-  await open(`#/executions/${id}`);
-  await page.click('#terminate');
-  await page.fill('#stop-reason', 'terminated from the browser test');
-  await page.click('#confirm-stop');
-  await eventually('the run terminated', async () =>
-    sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'terminated');
+  await stopFromConsole(await waitingRun('approval-t'), 'terminate', 'terminated');
 });
 
 test('an engine dead letter replayed from the console runs again', async () => {
@@ -337,7 +323,7 @@ test('an engine dead letter replayed from the console runs again', async () => {
     sql(`SELECT count(*) FROM harvest_engine_dead_letters WHERE execution_id = '${id}' AND replayed_at IS NOT NULL`) === '1' ||
     events() > before);
   await eventually('the run ran again and failed again', async () =>
-    events() > before && sql(`SELECT status FROM harvest_workflow_executions WHERE id = '${id}'`) === 'failed');
+    events() > before && statusOf(id) === 'failed');
 });
 
 test('matching connector dead letters are replayed, then purged, in bulk from the console', async () => {

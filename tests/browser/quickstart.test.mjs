@@ -12,8 +12,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { chromium } from 'playwright-core';
-import { freePort, eventuallyOr, accessibilityViolations, inertProblems } from './support.mjs';
+import { freePort, eventuallyOr, launchBrowser, accessibilityViolations, inertProblems } from './support.mjs';
 
 const APP = process.env.QUICKSTART_APP;
 const TOOL = process.env.ORDERS_TOOL;
@@ -72,18 +71,7 @@ before(async () => {
   }
   POISON.forEach((p, i) => lines.push(`poison-${suffix}-${i}\t${p}`));
   tool(['send'], lines.join('\n') + '\n');
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  await context.addInitScript((t) => sessionStorage.setItem('harvest.token', t), TOKEN);
-  page = await context.newPage();
-  page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(`${m.text()} @ ${m.location().url}`);
-  });
+  ({ browser, page } = await launchBrowser({ errors: consoleErrors, token: TOKEN }));
 });
 
 after(async () => {

@@ -1,9 +1,10 @@
 // What the browser tests share: a free port, polling until a condition
-// holds, and the two checks every page gets — axe-core, and inert content
-// that fits its window.
+// holds, the browser and its page, and the two checks every page gets —
+// axe-core, and inert content that fits its window.
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { chromium } from 'playwright-core';
 
 const require = createRequire(import.meta.url);
 const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -33,6 +34,27 @@ export async function eventuallyOr(what, fn, timeoutMs, context = () => '') {
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`timed out waiting for ${what} (last: ${last})${context()}`);
+}
+
+// Debian's Chromium (CHROMIUM, default /usr/bin/chromium; no downloaded browser
+// build) and one page in a 1280×800 context. The page's uncaught exceptions and
+// console errors are pushed to `errors`; a `token`, when given, is in
+// sessionStorage before any page script runs, so the console does not ask for
+// it. The caller closes `browser`.
+export async function launchBrowser({ errors = [], token } = {}) {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  if (token) await context.addInitScript((t) => sessionStorage.setItem('harvest.token', t), token);
+  const page = await context.newPage();
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`${m.text()} @ ${m.location().url}`);
+  });
+  return { browser, page };
 }
 
 // axe-core in the page (evaluated over the DevTools protocol, which the

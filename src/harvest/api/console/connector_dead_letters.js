@@ -3,14 +3,13 @@
 // hex dump, key and headers, replay and purge).
 
 import {
-  HEX_DUMP_LIMIT, DLQ_FILTERS, ISO_PLACEHOLDER, el, on, enc, route, withQuery, visible, data, cell, dataTable, field,
-  textInput, select, plural, short, setTitle, timeCell, describeResult,
+  HEX_DUMP_LIMIT, DLQ_FILTERS, ISO_PLACEHOLDER, el, on, enc, route, visible, data, cell, dataTable, pagingButtons,
+  field, textInput, select, plural, short, setTitle, timeCell, describeResult,
 } from './dom.js';
 import {
   openDialog, describeError, api, query, errorBox, actionStatus, runAction, confirmDialog,
 } from './api.js';
 import { filterForm, summaryRow, idHeading } from './executions.js';
-import { navigate } from './nav.js';
 
 // ---------------------------------------------------------------------------
 // Connector dead letters
@@ -68,18 +67,8 @@ export async function pageConnectorDeadLetters(ctx) {
     timeCell('failed_at', d.failed_at),
     cell('replay', replayState(d))));
   const hasFilter = Object.keys(filter).length > 0;
-  // Pages by the cursor the list answers: Older follows it, Newest drops it.
-  const paging = el('div', { class: 'buttons paging' });
-  const base = new URLSearchParams({ ...filter, ...(params.get('limit') ? { limit } : {}) });
-  if (cursor) {
-    paging.append(el('a', { id: 'first-page', href: withQuery('#/connector-dead-letters', base), class: 'button-link' }, 'Newest'));
-  }
-  if (body.next_cursor) {
-    const next = new URLSearchParams(base);
-    next.set('cursor', String(body.next_cursor));
-    paging.append(on(el('button', { type: 'button', id: 'next-page' }, 'Older'), 'click',
-      () => navigate(withQuery('#/connector-dead-letters', next))));
-  }
+  // The paging keeps the filters, and the row count when one was chosen.
+  const kept = new URLSearchParams({ ...filter, ...(params.get('limit') ? { limit } : {}) });
   ctx.mount(heading, form, actionStatus,
     hasFilter ? bulkControls(filter)
       : el('p', { class: 'muted' }, 'Set a filter to replay or purge the matching dead letters in bulk.'),
@@ -97,7 +86,7 @@ export async function pageConnectorDeadLetters(ctx) {
       rows,
     }),
     items.length === 0 ? el('p', { class: 'empty' }, 'No connector dead letters match these filters.') : null,
-    paging);
+    pagingButtons('#/connector-dead-letters', kept, cursor, body.next_cursor));
 }
 
 function bulkControls(filter) {
@@ -310,38 +299,45 @@ function payloadViewer(d) {
     views.text, views.json, views.hex);
 }
 
-function deadLetterActions(id) {
-  const replay = confirmDialog({
-    id: 'replay-dialog', titleId: 'replay-title', title: 'Replay this dead letter',
-    text: 'The dead letter is marked for replay; the connector sends its payload to the workflow again.',
-    confirmId: 'confirm-replay', confirmLabel: 'Replay', danger: false,
+// One action on a dead letter's page: its button ("Replay…", #replay) and the
+// confirmation dialog it opens (#replay-dialog, #replay-title,
+// #confirm-replay), which on confirm runs the request through runAction().
+function confirmedAction(name, { label, title, text, danger, pending, request, describeOk }) {
+  const confirmation = confirmDialog({
+    id: `${name}-dialog`, titleId: `${name}-title`, title, text,
+    confirmId: `confirm-${name}`, confirmLabel: label, danger,
     onConfirm: (dialog) => {
       dialog.close();
-      runAction('Requesting replay…',
-        () => api('/connector-dead-letters/replay', { method: 'POST', body: { id, requested_by: 'console' } }),
-        (r) => (Number(r.requested) > 0 ? 'Replay requested. ' : 'No new replay requested. ') + describeResult(r));
+      runAction(pending, request, describeOk);
     },
   });
-  const purge = confirmDialog({
-    id: 'purge-dialog', titleId: 'purge-title', title: 'Purge this dead letter',
+  const button = on(el('button', { type: 'button', id: name, class: danger ? 'danger' : null }, `${label}…`),
+    'click', () => openDialog(confirmation.dialog));
+  return { button, dialog: confirmation.dialog };
+}
+
+function deadLetterActions(id) {
+  const replay = confirmedAction('replay', {
+    label: 'Replay', title: 'Replay this dead letter', danger: false,
+    text: 'The dead letter is marked for replay; the connector sends its payload to the workflow again.',
+    pending: 'Requesting replay…',
+    request: () => api('/connector-dead-letters/replay', { method: 'POST', body: { id, requested_by: 'console' } }),
+    describeOk: (r) => (Number(r.requested) > 0 ? 'Replay requested. ' : 'No new replay requested. ') + describeResult(r),
+  });
+  const purge = confirmedAction('purge', {
+    label: 'Purge', title: 'Purge this dead letter', danger: true,
     text: 'The dead letter and its payload are deleted for good.',
-    confirmId: 'confirm-purge', confirmLabel: 'Purge', danger: true,
-    onConfirm: (dialog) => {
-      dialog.close();
-      runAction('Purging…',
-        async () => {
-          const r = await api('/connector-dead-letters/purge', { method: 'POST', body: { id } });
-          if (Number(r.purged) > 0) purged.add(id);
-          return r;
-        },
-        (r) => `Purged ${plural(Number(r.purged) || 0, 'dead letter')}.`);
+    pending: 'Purging…',
+    request: async () => {
+      const r = await api('/connector-dead-letters/purge', { method: 'POST', body: { id } });
+      if (Number(r.purged) > 0) purged.add(id);
+      return r;
     },
+    describeOk: (r) => `Purged ${plural(Number(r.purged) || 0, 'dead letter')}.`,
   });
   return el('section', { 'aria-labelledby': 'actions-title', class: 'actions' },
     el('h2', { id: 'actions-title' }, 'Actions'),
     actionStatus,
-    el('div', { class: 'buttons' },
-      on(el('button', { type: 'button', id: 'replay' }, 'Replay…'), 'click', () => openDialog(replay.dialog)),
-      on(el('button', { type: 'button', id: 'purge', class: 'danger' }, 'Purge…'), 'click', () => openDialog(purge.dialog))),
+    el('div', { class: 'buttons' }, replay.button, purge.button),
     replay.dialog, purge.dialog);
 }

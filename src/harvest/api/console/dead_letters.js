@@ -2,10 +2,9 @@
 // good, each with a Replay button).
 
 import {
-  el, on, enc, route, withQuery, visible, cell, dataTable, short, setTitle, timeCell, describeResult,
+  el, on, enc, route, visible, cell, dataTable, pagingButtons, short, setTitle, timeCell, describeResult,
 } from './dom.js';
 import { api, query, errorBox, actionStatus, runAction } from './api.js';
-import { navigate } from './nav.js';
 
 // ---------------------------------------------------------------------------
 // Engine dead letters
@@ -44,13 +43,6 @@ export async function pageDeadLetters(ctx) {
       timeCell('failed_at', d.failed_at),
       el('td', { class: 'actions-cell' }, button));
   });
-  const paging = el('div', { class: 'buttons paging' });
-  if (cursor) paging.append(el('a', { id: 'first-page', href: '#/dead-letters', class: 'button-link' }, 'Newest'));
-  if (body.next_cursor) {
-    const next = new URLSearchParams({ cursor: String(body.next_cursor) });
-    paging.append(on(el('button', { type: 'button', id: 'next-page' }, 'Older'), 'click',
-      () => navigate(withQuery('#/dead-letters', next))));
-  }
   ctx.mount(heading, intro, actionStatus,
     dataTable({
       id: 'dead-letters',
@@ -63,5 +55,5 @@ export async function pageDeadLetters(ctx) {
       rows,
     }),
     items.length === 0 ? el('p', { class: 'empty' }, 'There are no engine dead letters.') : null,
-    paging);
+    pagingButtons('#/dead-letters', new URLSearchParams(), cursor, body.next_cursor));
 }

@@ -3,6 +3,8 @@
 // app.js), text and time formatting, morph() for in-place refreshes, and the
 // page's fixed elements (dom).
 
+import { navigate } from './nav.js';
+
 const PRODUCT = 'harvest console';
 export const REFRESH_MS = 2000;
 export const HEX_DUMP_LIMIT = 64 * 1024;
@@ -131,6 +133,22 @@ export function dataTable({ id, caption, label, columns, rows, layout = 'fixed' 
       el('thead', null, el('tr', null, columns.map((c) =>
         el('th', { scope: 'col', class: [c.cls, c.w ? `w-${c.w}` : ''].filter(Boolean).join(' ') || null }, c.label)))),
       el('tbody', null, rows)));
+}
+
+// The paging of a list that pages by the cursor its answer carries: "Newest"
+// (on an older page) drops the cursor, "Older" (when the answer has a
+// next_cursor) follows it. base: the list's route; params: its query without
+// the cursor, kept on both.
+export function pagingButtons(base, params, cursor, nextCursor) {
+  const paging = el('div', { class: 'buttons paging' });
+  if (cursor) paging.append(el('a', { id: 'first-page', href: withQuery(base, params), class: 'button-link' }, 'Newest'));
+  if (nextCursor) {
+    const next = new URLSearchParams(params);
+    next.set('cursor', String(nextCursor));
+    paging.append(on(el('button', { type: 'button', id: 'next-page' }, 'Older'), 'click',
+      () => navigate(withQuery(base, next))));
+  }
+  return paging;
 }
 
 export function field(id, label, control, hint) {

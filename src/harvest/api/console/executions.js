@@ -4,8 +4,8 @@
 
 import {
   EXECUTION_STATUSES, ACTIVE_STATUSES, START_SOURCES, EXECUTION_FILTERS, ISO_PLACEHOLDER, el, on, httpUrl,
-  enc, route, withQuery, visible, data, cell, statusBadge, dataTable, field, textInput, select, plural,
-  short, setTitle, parseIso, timeCell, formatDuration, jsonText, describeResult,
+  enc, route, withQuery, visible, data, cell, statusBadge, dataTable, pagingButtons, field, textInput, select,
+  plural, short, setTitle, parseIso, timeCell, formatDuration, jsonText, describeResult,
 } from './dom.js';
 import { openDialog, api, query, errorBox, actionStatus, runAction, confirmDialog } from './api.js';
 import { navigate } from './nav.js';
@@ -78,14 +78,7 @@ export async function pageExecutions(ctx) {
     cell('attempt', x.attempt, { cls: 'num' }),
     timeCell('created_at', x.created_at),
     timeCell('completed_at', x.completed_at)));
-  const paging = el('div', { class: 'buttons paging' });
-  if (cursor) paging.append(el('a', { id: 'first-page', href: withQuery('#/executions', filters), class: 'button-link' }, 'Newest'));
-  if (body.next_cursor) {
-    const next = new URLSearchParams(filters);
-    next.set('cursor', String(body.next_cursor));
-    paging.append(on(el('button', { type: 'button', id: 'next-page' }, 'Older'), 'click',
-      () => navigate(withQuery('#/executions', next))));
-  }
+  const paging = pagingButtons('#/executions', filters, cursor, body.next_cursor);
   ctx.mount(heading, form,
     el('p', { class: 'muted' }, `Showing ${plural(items.length, 'execution')}, newest first${cursor ? ' (older page)' : ''}.`),
     dataTable({
