@@ -1,7 +1,7 @@
-// Issue 15 over HTTP: connector dead letters are listed (filters, newest
-// first), shown with their payload, marked for replay (who/when, safe to
-// ask twice) and purged (only with a filter). Bad inputs answer 400 naming
-// the field and never quote the database.
+// The connector dead-letter surface over HTTP: dead letters are listed
+// (filters, newest first), shown with their payload, marked for replay
+// (who/when, safe to ask twice) and purged (only with a filter). Bad inputs
+// answer 400 naming the field and never quote the database.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -104,8 +104,8 @@ TEST_F(ConnectorDeadLetterApiTest, list_filters_newest_first_and_show_carries_th
   expect_bad(get(path("?cursor=1")), "cursor");
 }
 
-// Issue 48: the list pages past any one answer, by the cursor each page
-// names; every row is listed once, in order, and the last page says so.
+// The list pages past any one answer, by the cursor each page names; every
+// row is listed once, in order, and the last page says so.
 TEST_F(ConnectorDeadLetterApiTest, the_list_pages_by_cursor_through_every_row) {
   Keys all;
   for (int i = 0; i < 7; ++i) {

@@ -1,5 +1,5 @@
-// Issue 33: what the web console reads and how its pages are served — the
-// pages under /ui with a strict Content-Security-Policy, the overview, the
+// The web console: what it reads and how its pages are served — the pages
+// under /ui with a strict Content-Security-Policy, the overview, the
 // execution filters (workflow id and prefix, broker coordinates, time range)
 // and the execution's detail (times, lease, unread signals, the entity's
 // runs, the trace link).
@@ -124,9 +124,9 @@ TEST_F(ConsoleApiTest, the_pages_are_served_under_ui_with_a_strict_policy_and_no
   EXPECT_EQ(api->get_header_value("X-Content-Type-Options"), "nosniff");
 }
 
-// Issue 48 item 7: the page carries the API prefix the server was given, as
-// inert attribute text, and its script calls that prefix (under the path the
-// page was served from) rather than a fixed /api/harvest.
+// The page carries the API prefix the server was given, as inert attribute
+// text, and its script calls that prefix (under the path the page was served
+// from) rather than a fixed /api/harvest.
 TEST_F(ConsoleApiTest, the_page_carries_the_servers_api_prefix_escaped) {
   api::ApiConfig config;
   config.prefix = "/tools/h&q\"<b>";
@@ -157,10 +157,10 @@ TEST_F(ConsoleApiTest, the_default_page_names_the_default_prefix) {
             std::string::npos);
 }
 
-// Issue 48: each status filter answers exactly the runs shown in that
-// status — a held run as running (found from its lease), a pending or
-// waiting one only while no worker holds it — and an unknown status is a
-// 400 naming the ones there are.
+// Each status filter answers exactly the runs shown in that status — a held
+// run as running (found from its lease), a pending or waiting one only
+// while no worker holds it — and an unknown status is a 400 naming the ones
+// there are.
 TEST_F(ConsoleApiTest, every_status_filter_lists_exactly_the_runs_in_that_status) {
   auto release = std::make_shared<std::atomic<bool>>(false);
   engine::WorkflowRegistry r;
@@ -220,9 +220,9 @@ TEST_F(ConsoleApiTest, every_status_filter_lists_exactly_the_runs_in_that_status
   ASSERT_TRUE(eventually([&] { return status_of(ids["pending"]) == "completed"; }));
 }
 
-// Issue 48 item 7: the overview's charts read the last hour from what
-// harvest keeps itself — runs per minute from the executions table, each
-// binding's lag as sampled in this process.
+// The overview's charts read the last hour from what harvest keeps itself —
+// runs per minute from the executions table, each binding's lag as sampled
+// in this process.
 TEST_F(ConsoleApiTest, the_history_counts_the_last_hour_per_minute_and_samples_each_lag) {
   auto lag = std::make_shared<std::atomic<int64_t>>(40);
   api::ApiConfig config;

@@ -85,8 +85,8 @@ TEST_F(DeadLetterApiTest, exhausted_run_is_listed_then_replayed_to_completion) {
   EXPECT_EQ(bad_limit->status, 400);
 }
 
-// Issue 48: the engine's dead letters page past any one answer by cursor:
-// every one is listed once, newest failure first, and the last page says so.
+// The engine's dead letters page past any one answer by cursor: every one is
+// listed once, newest failure first, and the last page says so.
 TEST_F(DeadLetterApiTest, the_list_pages_by_cursor_through_every_dead_letter) {
   engine::WorkflowRegistry r;
   r.add(

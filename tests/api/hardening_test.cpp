@@ -1,6 +1,6 @@
-// Hardening of the HTTP API (issue 12): requests an attacker would send, over
-// real HTTP against the test PostgreSQL. Each test asserts the exact answer
-// and that the server is still alive and answering afterwards.
+// Hardening of the HTTP API: requests an attacker would send, over real
+// HTTP against the test PostgreSQL. Each test asserts the exact answer and
+// that the server is still alive and answering afterwards.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -175,10 +175,10 @@ TEST_F(HardeningTest, IdleAndSlowConnectionsDoNotStarveNewRequests) {
   expect_alive();
 }
 
-// Issue 48 item 9: 16 connections dripping a header byte every 3 s beside
-// 2,000 idle ones, all held by the server (max_connections 4096). Once every
-// one was accepted, /healthz and an authenticated API request are each
-// answered within 1 s, again and again for 9 s.
+// Idle and slow clients: 16 connections dripping a header byte every 3 s
+// beside 2,000 idle ones, all held by the server (max_connections 4096).
+// Once every one was accepted, /healthz and an authenticated API request are
+// each answered within 1 s, again and again for 9 s.
 TEST_F(HardeningTest, HealthAndApiAnswerWithin1sBeside16DrippingAnd2000IdleConnections) {
   api::ApiConfig cfg;
   cfg.token = "t";

@@ -1,5 +1,5 @@
 // The HTTP API's request-target parsing, route matching and access checks
-// (issue 12 items 1, 6), without sockets.
+// (hardening against hostile requests), without sockets.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

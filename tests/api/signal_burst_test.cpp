@@ -1,11 +1,11 @@
-// Issue 48 item 9: one of ~20 signals posted in a row to a waiting run once
-// answered 503 `transient` after 5.0 s in a full run. The 5 s was PgBouncer's
-// query_wait_timeout in the pass through the pooler: a statement waits that
-// long for a server connection, and after a failed server login PgBouncer
-// refused new ones for server_login_retry (15 s by default; 1 s in
+// Signals in a burst: one of ~20 signals posted in a row to a waiting run
+// once answered 503 `transient` after 5.0 s in a full run. The 5 s was
+// PgBouncer's query_wait_timeout in the pass through the pooler: a statement
+// waits that long for a server connection, and after a failed server login
+// PgBouncer refused new ones for server_login_retry (15 s by default; 1 s in
 // scripts/services/pgbouncer.sh since). This pins the path: 100 signals in a
-// row to one run while its worker consumes them, each answered 200 within
-// 1 s at p99, all delivered in order. It runs directly and again through
+// row to one run while its worker consumes them, each answered 200 within 1 s
+// at p99, all delivered in order. It runs directly and again through
 // PgBouncer (the postgres suite's pooler pass).
 #include <algorithm>
 #include <chrono>

@@ -216,9 +216,9 @@ TEST_F(CliTest, dlq_list_and_replay_a_run_that_exhausted_its_retries) {
   expect_one_error_line("error: ");
 }
 
-// Issue 12 item 5: `harvest shards` shows where a shard is, never its
-// password, for URL and keyword connection strings alike (here unreachable,
-// so each is probed and its error shown too).
+// Secrets stay out of output: `harvest shards` shows where a shard is,
+// never its password, for URL and keyword connection strings alike (here
+// unreachable, so each is probed and its error shown too).
 TEST_F(CliTest, shards_never_print_a_password_in_any_connection_string_form) {
   for (const std::string url :
        {"host=127.0.0.1 port=1 user=app password=hunter2 dbname=orders connect_timeout=2",
@@ -309,8 +309,8 @@ TEST_F(CliTest, usage_errors_exit_2) {
   EXPECT_NE(out_.str().find("executions"), std::string::npos) << out_.str();
 }
 
-// Issue 15 item 6: every command answers --help (exit 0, no database needed)
-// and its help names --json, the machine-readable form each one prints.
+// Every command answers --help (exit 0, no database needed) and its help
+// names --json, the machine-readable form each one prints.
 TEST_F(CliTest, every_command_has_help_naming_json) {
   for (const std::vector<std::string>& cmd :
        std::vector<std::vector<std::string>>{{"migrate"},

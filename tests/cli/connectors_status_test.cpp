@@ -1,7 +1,7 @@
-// Issue 15: `harvest connectors status` reads each binding's lag, in flight,
-// last pass and stalls from a running process's /metrics. The parser and the
-// replica merge are pinned on a hand-written two-process exposition; the
-// command end to end against a real HttpServer whose PrometheusMetrics a
+// `harvest connectors status` reads each binding's lag, in flight, last pass
+// and stalls from a running process's /metrics. The parser and the replica
+// merge are pinned on a hand-written two-process exposition; the command end
+// to end against a real HttpServer whose PrometheusMetrics a
 // ConnectorRuntime over MockSource filled (two orders dispatched, one poison
 // order dead-lettered, lag 3).
 #include <arpa/inet.h>

@@ -67,8 +67,8 @@ TEST(Redact, a_megabyte_long_credential_is_masked_without_exhausting_the_stack) 
 namespace harvest {
 namespace {
 
-// Issue 12 item 5: the logger masks secrets in every line, whatever the call
-// site quoted.
+// Secrets in logs: the logger masks secrets in every line, whatever the
+// call site quoted.
 TEST(Redact, every_log_line_passes_through_redaction) {
   log::LogCapture capture;
   log::warn("cannot reach {}", "host=db.internal user=app password=hunter2 dbname=orders");

@@ -1,4 +1,4 @@
-// W3C Trace Context parsing (issue 15 item 5): what is kept, what is ignored.
+// W3C Trace Context parsing: what is kept, what is ignored.
 #include <gtest/gtest.h>
 
 #include <harvest/common/trace_context.hpp>

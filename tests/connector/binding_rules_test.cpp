@@ -94,8 +94,9 @@ TEST(BindingRules, a_binding_on_another_stream_than_its_source_is_refused_naming
       << refusals[0];
 }
 
-// Issue 51: an unknown collision policy and an explicitly empty incarnation
-// are refused at build, naming what was wrong; the known names resolve.
+// Coordinate collisions: an unknown collision policy and an explicitly
+// empty incarnation are refused at build, naming what was wrong; the known
+// names resolve.
 TEST(BindingRules, an_unknown_collision_policy_or_an_empty_incarnation_is_refused) {
   const auto r = workflows();
   MockSource source("orders.placed");

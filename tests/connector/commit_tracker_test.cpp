@@ -136,11 +136,11 @@ TEST(CommitTracker, partitions_are_independent) {
 namespace harvest::connector {
 namespace {
 
-// Issue 13 item 3 (CON-6): a delivery inside [base, mark) under a new source
-// assignment generation (the partition handed back, or reset inside the
-// settled range) is not a replay: the old mark is discarded and the prefix
-// rebuilt from the new position, so the higher old mark is never committed
-// for records the new assignment has not settled.
+// A rewind inside the settled range (CON-6): a delivery inside [base, mark)
+// under a new source assignment generation (the partition handed back, or
+// reset inside the settled range) is not a replay: the old mark is
+// discarded and the prefix rebuilt from the new position, so the higher old
+// mark is never committed for records the new assignment has not settled.
 TEST(CommitTracker, a_new_source_generation_below_the_mark_rebuilds_the_prefix) {
   CommitTracker t;
   const PartitionKey p{"orders", 0};
@@ -157,7 +157,7 @@ TEST(CommitTracker, a_new_source_generation_below_the_mark_rebuilds_the_prefix) 
   EXPECT_TRUE(replay.reack);
 }
 
-// Issue 13 item 10: the state of a partition the source no longer owns is
+// Revoked partitions: the state of a partition the source no longer owns is
 // forgotten, so it cannot report a stall.
 TEST(CommitTracker, forgets_partitions_the_source_no_longer_owns) {
   CommitTracker t;

@@ -1,6 +1,6 @@
-// Issue 31: broker coordinates have one home (connector/coordinates.hpp).
-// Rendering and its exact inverse, the structured form dead letters store,
-// the position query, and the dedupe key bytes — pinned against keys derived
+// Broker coordinates have one home (connector/coordinates.hpp). Rendering
+// and its exact inverse, the structured form dead letters store, the
+// position query, and the dedupe key bytes — pinned against keys derived
 // before the move, so no deployed key changes.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// Issue 15: replay of connector dead letters re-enters the binding's
-// dispatch path where the binding runs (MockSource, real PostgreSQL): the
-// operator marks rows, the runtime maps the stored payload and starts it
-// under the original dedupe key, and records who/when/outcome.
+// Replay of connector dead letters re-enters the binding's dispatch path
+// where the binding runs (MockSource, real PostgreSQL): the operator marks
+// rows, the runtime maps the stored payload and starts it under the
+// original dedupe key, and records who/when/outcome.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -106,8 +106,8 @@ TEST_F(DeadLetterReplayTest, a_fixed_dead_letter_replays_to_exactly_one_executio
   EXPECT_EQ(only_row().replay_requested_by, "alice");
 }
 
-// Issue 33: a dead letter keeps the record key and headers byte for byte
-// (the console shows them), and a replay hands them to the mapper again.
+// A dead letter keeps the record key and headers byte for byte (the console
+// shows them), and a replay hands them to the mapper again.
 TEST_F(DeadLetterReplayTest, the_key_and_headers_are_kept_exactly_and_a_replay_maps_with_them) {
   auto seen = std::make_shared<std::string>();
   auto b = SourceBinding::starts("orders", "orders.placed", "fulfil_order");

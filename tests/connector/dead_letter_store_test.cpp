@@ -1,6 +1,6 @@
-// Issue 15: the connector dead letters as an operator surface on real
-// PostgreSQL — list/show filters, input bounds, purge needing a filter, and
-// the replay marks.
+// The connector dead letters as an operator surface on real PostgreSQL —
+// list/show filters, input bounds, purge needing a filter, and the replay
+// marks.
 #include <gtest/gtest.h>
 
 #include "connector_fixture.hpp"
@@ -179,9 +179,9 @@ TEST_F(DeadLetterStoreTest, replay_request_needs_a_filter_and_marks_who_and_when
   EXPECT_TRUE(other->empty());
 }
 
-// Issue 48 item 9: on a database whose connector migrations were never
-// applied (an application without connectors), the operator surface answers
-// a clear not-found naming what to run, not an internal error.
+// On a database whose connector migrations were never applied (an
+// application without connectors), the operator surface answers a clear
+// not-found naming what to run, not an internal error.
 TEST_F(DeadLetterStoreTest, without_the_connector_tables_every_operation_says_what_to_run) {
   ASSERT_TRUE(db().exec("DROP TABLE harvest_connector_dead_letters"));
   auto listed = store_->list({});

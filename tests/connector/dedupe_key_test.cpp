@@ -95,8 +95,9 @@ TEST(DedupeKey, property_distinct_random_coordinates_never_collide) {
   EXPECT_GT(seen.size(), 30000u);
 }
 
-// Issue 51: a record's fingerprint covers its key, value, headers and
-// timestamp; a byte-identical record (a redelivery) has the same one.
+// Coordinate collisions: a record's fingerprint covers its key, value,
+// headers and timestamp; a byte-identical record (a redelivery) has the
+// same one.
 TEST(RecordFingerprint, changes_with_every_part_of_the_record_and_only_then) {
   Message m{.coordinates = kafka("orders", 0, 7),
             .key = std::string("k"),

@@ -1,6 +1,6 @@
-// Coordinate collisions (issue 51): a record at a position an earlier record
-// used — a recreated topic, another cluster — is told from a redelivery by
-// its fingerprint and never acknowledged as a duplicate. MockSource plays the
+// Coordinate collisions: a record at a position an earlier record used — a
+// recreated topic, another cluster — is told from a redelivery by its
+// fingerprint and never acknowledged as a duplicate. MockSource plays the
 // broker (a recreated topic is a fresh source under the same binding name);
 // the runs, signals, dead letters and keys are real PostgreSQL rows.
 #include <fmt/format.h>

@@ -1,6 +1,7 @@
-// Issue 31 (CON-18, CON-19): one bad message never touches another. An item
-// that cannot be stored gets its own outcome on every batch path; a rebuild
-// that commits nothing backs off; max_in_flight bounds messages in commit.
+// Batch isolation (CON-18, CON-19): one bad message never touches another.
+// An item that cannot be stored gets its own outcome on every batch path; a
+// rebuild that commits nothing backs off; max_in_flight bounds messages in
+// commit.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -37,10 +38,10 @@ SourceBinding entity_binding(size_t max_in_flight) {
   return b;
 }
 
-// The issue's reproduction: 32 messages for 32 entities, max_in_flight 16,
+// The reproduction of the bug: 32 messages for 32 entities, max_in_flight 16,
 // message #7's start input holding one bad string. Before the fix, a NUL made
-// PostgreSQL refuse #7's whole commit group (16 dead letters, none naming
-// the NUL), and invalid UTF-8 threw while serialising the group, which was
+// PostgreSQL refuse #7's whole commit group (16 dead letters, none naming the
+// NUL), and invalid UTF-8 threw while serialising the group, which was
 // retried for ever (the partition never committed again).
 TEST_F(ConnectorTest, a_bad_start_input_in_an_entity_batch_fails_only_its_own_message) {
   struct Case {

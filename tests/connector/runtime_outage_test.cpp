@@ -1,6 +1,6 @@
-// Issue 12 item 8 (and issue 34 item 5, a read-only store): a store outage pauses intake instead of
-// stalling the binding. Commits that fail because the store is unreachable never count toward a
-// stall (no consumer rebuild); the received messages are held unacked and dispatched again, in
+// Store outages (an unreachable store, and a read-only one): a store outage pauses intake instead
+// of stalling the binding. Commits that fail because the store is unreachable never count toward
+// a stall (no consumer rebuild); the received messages are held unacked and dispatched again, in
 // order, once a probe finds the store back. And one rebuild clears every partition's stall state,
 // not only the one that reported it.
 //
@@ -183,9 +183,9 @@ TEST_F(ConnectorOutageTest, a_failed_probe_backs_off_and_a_held_batch_goes_first
   EXPECT_EQ(executions(), 3);
 }
 
-// Issue 34 item 5: a database that answers but refuses writes (a primary set
-// read-only while a failover is under way, or a standby) is an outage for
-// intake: every message held unacked, the undecodable one included, no
+// A read-only store: a database that answers but refuses writes (a primary
+// set read-only while a failover is under way, or a standby) is an outage
+// for intake: every message held unacked, the undecodable one included, no
 // dead letter, no rebuild, and the probe keeps intake paused until writes
 // are accepted again; then everything goes through exactly once.
 TEST_F(ConnectorOutageTest, a_read_only_store_pauses_intake_dead_letters_nothing_and_resumes) {

@@ -204,8 +204,8 @@ TEST_F(ConnectorTest, a_sample_the_source_gives_up_is_reported_as_abandoned) {
       << "an abandoned sample leaves the gauge alone";
 }
 
-// CON-13, issue 13 item 9: lag is sampled before the stall check, so a
-// wedged binding keeps reporting what it owes while it pulls nothing more.
+// CON-13: lag is sampled before the stall check, so a wedged binding keeps
+// reporting what it owes while it pulls nothing more.
 TEST_F(ConnectorTest, a_wedged_binding_keeps_reporting_its_lag) {
   ConnectorRuntimeConfig config;
   config.lag_sample_interval = 200ms;  // also the sample's budget

@@ -201,9 +201,9 @@ TEST_F(ConnectorTest, undecodable_body_is_dead_lettered_at_once_and_acked) {
             1);
 }
 
-// Issue 12 item 1: a payload nested past the JSON depth limit (128) is
-// undecodable, dead-lettered with that reason and its raw bytes, never parsed
-// recursively (100,000 deep would overflow the stack).
+// Hardening: a payload nested past the JSON depth limit (128) is undecodable,
+// dead-lettered with that reason and its raw bytes, never parsed recursively
+// (100,000 deep would overflow the stack).
 TEST_F(ConnectorTest, payload_nested_past_the_depth_limit_is_dead_lettered_with_the_reason) {
   auto source = std::make_shared<MockSource>("orders.placed");
   auto rt = runtime(order_binding(), source);
@@ -396,10 +396,10 @@ TEST_F(ConnectorTest, throttled_target_defers_acks_and_dedupes_on_workflow_id) {
       << "no coordinate key on a deferred-admission workflow";
 }
 
-// Issue 13 item 13 (CON-8 fallback beyond throttle): a debounced or batched
-// target also falls back to workflow-id dedupe; every message is acked as
-// deferred, redeliveries collapse into the pending admission, and no
-// coordinate key is written.
+// CON-8's fallback beyond throttle: a debounced or batched target also
+// falls back to workflow-id dedupe; every message is acked as deferred,
+// redeliveries collapse into the pending admission, and no coordinate key
+// is written.
 TEST_F(ConnectorTest, debounced_and_batched_targets_fall_back_to_workflow_id_dedupe) {
   struct Case {
     const char* workflow;
@@ -450,7 +450,7 @@ TEST_F(ConnectorTest, a_redelivery_never_puts_an_item_in_a_batch_twice) {
       << "only F-3 waits for the next batch";
 }
 
-// Issue 13 item 13: when the ack fails after a dead-letter write, the pass
+// Counting once: when the ack fails after a dead-letter write, the pass
 // reports those messages as retried (they will be redelivered), and the
 // dispatched / dead-lettered counters count each message once, when its ack
 // finally lands — not once per delivery.
@@ -491,10 +491,10 @@ TEST_F(ConnectorTest, a_failed_ack_after_a_dead_letter_write_counts_each_message
   EXPECT_EQ(executions(), 1);
 }
 
-// Issue 13 item 3 on MockSource: the partition handed back and reset inside
-// the settled range; the redelivered records are committed from their own
-// position, never at the old, higher mark (a crash before they settle must
-// not skip them).
+// A rewind inside the settled range (CON-6), on MockSource: the partition
+// handed back and reset inside the settled range; the redelivered records
+// are committed from their own position, never at the old, higher mark (a
+// crash before they settle must not skip them).
 TEST_F(ConnectorTest, a_reset_inside_the_settled_range_is_committed_from_the_new_position) {
   auto source = std::make_shared<MockSource>("orders.placed");
   auto rt = runtime(order_binding(), source);
@@ -510,9 +510,9 @@ TEST_F(ConnectorTest, a_reset_inside_the_settled_range_is_committed_from_the_new
   EXPECT_EQ(executions(), 4) << "the redelivery is a replay";
 }
 
-// Issue 13 item 10 on MockSource: a stalled partition this consumer no
-// longer owns is forgotten instead of rebuilding the consumer; the same
-// stall on an owned partition is reported.
+// Stalls on revoked partitions (CON-7), on MockSource: a stalled partition
+// this consumer no longer owns is forgotten instead of rebuilding the
+// consumer; the same stall on an owned partition is reported.
 TEST_F(ConnectorTest, a_stall_on_a_revoked_partition_does_not_rebuild_the_consumer) {
   for (bool revoked : {false, true}) {
     SCOPED_TRACE(revoked ? "revoked" : "owned");
@@ -671,9 +671,10 @@ TEST_F(ConnectorTest, broker_native_dead_letter_hands_poison_back_without_a_harv
   EXPECT_TRUE(source->acked().empty());
 }
 
-// Issue 31: a message the broker's redrive policy owns is one dead letter,
-// counted on the hand-back that reaches maxReceiveCount; the hand-backs
-// before it are retries (they were counted as dead letters each time).
+// Broker-native dead letters (CON-10): a message the broker's redrive
+// policy owns is one dead letter, counted on the hand-back that reaches
+// maxReceiveCount; the hand-backs before it are retries (they were counted
+// as dead letters each time).
 TEST_F(ConnectorTest, a_broker_native_dead_letter_is_counted_once_at_max_receive_count) {
   auto source = std::make_shared<MockSource>("orders.placed", MockSource::Kind::kRedelivering);
   source->dead_letter_destination("arn:aws:sqs:us-east-1:000000000000:orders-dlq");
@@ -719,9 +720,9 @@ TEST_F(ConnectorTest, a_binary_poison_body_is_dead_lettered_in_postgres_byte_for
             "636166e920fffe206e6f74206a736f6e");
 }
 
-// Issue: entities outlive their runs. With the default reuse policy a
-// reading for a device whose session ended starts the next session run; a
-// redelivery of what the ended run got is a replay, not a second delivery.
+// Entities outlive their runs. With the default reuse policy a reading for
+// a device whose session ended starts the next session run; a redelivery of
+// what the ended run got is a replay, not a second delivery.
 TEST_F(ConnectorTest, a_reading_for_an_entity_whose_run_ended_starts_its_next_run) {
   auto b = telemetry_binding();
   auto source = std::make_shared<MockSource>("device-telemetry", MockSource::Kind::kRedelivering);
@@ -780,10 +781,10 @@ TEST_F(ConnectorTest, a_reject_binding_dead_letters_a_signal_for_an_ended_entity
 namespace harvest::connector::testing {
 namespace {
 
-// Issue 13 item 6: an entity workflow with a typed input. A binding whose
-// default start input ({}) the type refuses is refused at construction,
-// naming the fix; with the mapper's start input, the first message starts
-// the run with it (nothing dead-lettered).
+// An entity workflow with a typed input. A binding whose default start
+// input ({}) the type refuses is refused at construction, naming the fix;
+// with the mapper's start input, the first message starts the run with it
+// (nothing dead-lettered).
 SourceBinding typed_binding() {
   auto b =
       SourceBinding::signals_with_start("typed", "device-telemetry", "typed_session", "reading");

@@ -1,6 +1,6 @@
-// Issue 15 item 5: the producer's W3C trace context travels from the
-// message's headers (Kafka) or attributes (SQS) into the start's provenance,
-// the execution view, the WorkflowStarted event and the run's log lines.
+// Trace context: the producer's W3C trace context travels from the message's
+// headers (Kafka) or attributes (SQS) into the start's provenance, the
+// execution view, the WorkflowStarted event and the run's log lines.
 #include <gtest/gtest.h>
 
 #include "connector_fixture.hpp"

@@ -158,7 +158,7 @@ TEST_F(SurfaceTest, list_executions_filters_and_pages_newest_first) {
   EXPECT_EQ(api->items[0].workflow_name, "b");
 }
 
-// Issue 31: a migration pending on any shard is reported, not only shard 0's.
+// A migration pending on any shard is reported, not only shard 0's.
 TEST_F(SurfaceTest, a_migration_pending_on_a_later_shard_is_reported_at_open) {
   std::string second = extra_database();
   {

@@ -1,6 +1,6 @@
-// Issue 11 item 3: group commit of run history. A batch of records and
-// completions from many runs gives each write the outcome it would get
-// alone; one refused write never fails the others.
+// Group commit of run history. A batch of records and completions from many
+// runs gives each write the outcome it would get alone; one refused write
+// never fails the others.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -152,13 +152,14 @@ TEST_F(HistoryWriterTest, writes_queued_behind_a_commit_share_the_next_and_keep_
   EXPECT_EQ(writer.commits(), 2u) << "the eight queued writes shared one commit";
 }
 
-// Issue 37: each waiter's outcome is published under the writer's lock. Many
-// threads write at once with a random mix of outcomes — a record that lands,
-// a record on a stale lease (a conflict), a completion the database refuses
-// (a permanent error), a completion that lands — so commits run back to back
-// and every waiter is woken by commits that are not its own. Each must get
-// exactly its own outcome. Under ThreadSanitizer (the `tsan` preset in CI) a
-// waiter reading an outcome the committer is still writing is a report.
+// A data race fixed: each waiter's outcome is published under the writer's
+// lock. Many threads write at once with a random mix of outcomes — a record
+// that lands, a record on a stale lease (a conflict), a completion the
+// database refuses (a permanent error), a completion that lands — so commits
+// run back to back and every waiter is woken by commits that are not its
+// own. Each must get exactly its own outcome. Under ThreadSanitizer (the
+// `tsan` preset in CI) a waiter reading an outcome the committer is still
+// writing is a report.
 TEST_F(HistoryWriterTest, many_threads_with_random_outcomes_each_get_their_own) {
   constexpr size_t kThreads = 12;
   constexpr size_t kWritesPerThread = 24;

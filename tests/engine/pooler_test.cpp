@@ -1,9 +1,9 @@
-// Issue 34 item 1: harvest behind a connection pooler in transaction mode —
-// a real PgBouncer (scripts/services/pgbouncer.sh, started by
-// scripts/test.sh) between the engine and PostgreSQL. With
-// EngineConfig::pooler "transaction" every statement is self-contained: no
-// named prepared statements, no session settings, no session advisory lock,
-// and LISTEN only on a direct URL (else idle workers poll).
+// harvest behind a connection pooler in transaction mode — a real PgBouncer
+// (scripts/services/pgbouncer.sh, started by scripts/test.sh) between the
+// engine and PostgreSQL. With EngineConfig::pooler "transaction" every
+// statement is self-contained: no named prepared statements, no session
+// settings, no session advisory lock, and LISTEN only on a direct URL (else
+// idle workers poll).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,5 +1,5 @@
-// Issue 35, schema v2: the narrow run queue. A worker's hold on a run is a
-// row of harvest_run_leases; a claim and its renewals never write the wide
+// Schema v2: the narrow run queue. A worker's hold on a run is a row of
+// harvest_run_leases; a claim and its renewals never write the wide
 // execution row, the outcome deletes the lease with the row's update, and a
 // terminate racing a claim leaves no lease behind.
 #include <gtest/gtest.h>

@@ -55,10 +55,11 @@ TEST_F(StartTest, the_connector_path_takes_reserved_keys_and_refuses_any_other_a
   EXPECT_EQ(refused.error().kind, ErrorKind::kBadRequest);
 }
 
-// Issue 51: a derived key stores its record's fingerprint; a later start
-// under the key with another fingerprint is a collision (never a plain
-// replay), the same one a replay; with refuse_collisions a batch holding a
-// collision commits nothing and says which requests were withheld.
+// Coordinate collisions: a derived key stores its record's fingerprint; a
+// later start under the key with another fingerprint is a collision (never
+// a plain replay), the same one a replay; with refuse_collisions a batch
+// holding a collision commits nothing and says which requests were
+// withheld.
 TEST_F(StartTest, a_key_hit_from_another_record_is_a_collision_and_can_refuse_the_batch) {
   auto engine = open_engine(order_workflows());
   auto derived = [](std::string id, std::string key, std::optional<int64_t> fp) {
@@ -311,7 +312,7 @@ TEST_F(StartTest, reserved_conn_prefix_is_rejected_on_every_caller_path_and_CONN
             0);
 }
 
-// Issue 11 (group commit): one start_batch call holding fresh, replayed,
+// Group commit of starts: one start_batch call holding fresh, replayed,
 // in-batch duplicate, workflow_id-conflicting, reserved-prefix, deferred and
 // rejected items gives each item the outcome a single start gives it.
 TEST_F(StartTest, a_mixed_batch_gives_each_item_its_single_start_outcome) {
@@ -490,7 +491,7 @@ TEST_F(StartTest, starts_are_counted_by_outcome_without_ids_in_labels) {
 namespace harvest::engine {
 namespace {
 
-// Issue 31 (CON-18): isolation on the signal-with-start batch path.
+// Batch isolation (CON-18) on the signal-with-start batch path.
 class EntityBatchTest : public testing::PgTest {
  protected:
   std::unique_ptr<Engine> open() {

@@ -31,7 +31,7 @@ class RunTest : public testing::PgTest {
   }
 };
 
-// Issue 35 item 3: a worker that names no concurrency is sized for runs that
+// Worker sizing: a worker that names no concurrency is sized for runs that
 // mostly wait — 8 run threads per hardware thread, 16 to 256 — or takes
 // $HARVEST_WORKER_CONCURRENCY; an explicit value wins over both.
 TEST(WorkerSizing, the_default_is_eight_per_hardware_thread_from_16_to_256) {
@@ -488,10 +488,11 @@ TEST_F(RunTest, signal_with_start_starts_the_next_run_after_the_entity_run_close
   EXPECT_EQ(start->kind, StartOutcomeKind::kIdempotentReplay);
 }
 
-// Issue 16: a signal staged after the entity run's last read, while it is
-// finishing, is not stranded on the closed run: completion hands it to the
-// next run of the workflow id, which receives it. Under policy reject the run
-// is not followed (and the signal stays with the run that accepted it).
+// Entities outlive their runs: a signal staged after the entity run's last
+// read, while it is finishing, is not stranded on the closed run: completion
+// hands it to the next run of the workflow id, which receives it. Under
+// policy reject the run is not followed (and the signal stays with the run
+// that accepted it).
 TEST_F(RunTest, a_signal_staged_as_the_entity_run_finishes_goes_to_its_next_run) {
   for (bool reject : {false, true}) {
     SCOPED_TRACE(reject ? "reject" : "allow_after_close");

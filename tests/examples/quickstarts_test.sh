@@ -7,7 +7,8 @@
 #   quickstarts_test.sh sqs_outage <bin>  the consumer killed (kill -9) and kept down
 #                                         longer than the session idle time, then
 #                                         restarted: every reading is in some session
-#                                         run, none dead-lettered (issue 16)
+#                                         run (entities outlive their runs), none
+#                                         dead-lettered
 #
 # Needs HARVEST_TEST_DATABASE_URL, HARVEST_TEST_KAFKA_BOOTSTRAP,
 # HARVEST_TEST_SQS_ENDPOINT (set by scripts/test.sh).

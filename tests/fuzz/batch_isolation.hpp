@@ -1,9 +1,9 @@
-// Shared by the batch-isolation property tests (issue 31, CON-18): on
-// MockSource (tests/fuzz/batch_isolation_property_test.cpp) and on the real
-// Kafka broker (tests/kafka/kafka_batch_isolation_test.cpp). A trial is a
-// random mix of good and bad messages; it is dispatched twice under two
-// prefixes — one message at a time, in order ("alone"), and in batches — and
-// the two must leave the same dead letters, runs and signals.
+// Shared by the batch-isolation property tests (CON-18): on MockSource
+// (tests/fuzz/batch_isolation_property_test.cpp) and on the real Kafka
+// broker (tests/kafka/kafka_batch_isolation_test.cpp). A trial is a random
+// mix of good and bad messages; it is dispatched twice under two prefixes —
+// one message at a time, in order ("alone"), and in batches — and the two
+// must leave the same dead letters, runs and signals.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// Issue 31 (CON-18): batch isolation as a property. Random mixes of good and
-// bad messages — a NUL or invalid UTF-8 in the start input or the signal
+// Batch isolation (CON-18) as a property. Random mixes of good and bad
+// messages — a NUL or invalid UTF-8 in the start input or the signal
 // payload, an over-long workflow id, JSON nested past the limit, a mapper
 // that throws, a mapper rejection, a workflow id repeated within the batch,
 // a signal to an entity run that is closed under the reject policy — go
@@ -8,8 +8,8 @@
 // dispatched one at a time (max_batch 1, max_in_flight 1), in order, then in
 // batches, under two prefixes, and the two runs must leave the same dead
 // letters (same message, same reason) and the same runs and signals. Both
-// runs' partitions commit to their end, and no pass reports a stall.
-// (An unknown workflow cannot be expressed per message: a binding names its
+// runs' partitions commit to their end, and no pass reports a stall. (An
+// unknown workflow cannot be expressed per message: a binding names its
 // workflow, and the plugin refuses a binding whose workflow is unknown.)
 // Seeded: the seed is printed, and HARVEST_FUZZ_SEED replays it.
 #include <gtest/gtest.h>

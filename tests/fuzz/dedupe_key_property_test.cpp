@@ -1,4 +1,4 @@
-// Issue 14 item 3: dedupe-key derivation is injective and bounded. Over
+// Property test: dedupe-key derivation is injective and bounded. Over
 // 1,000,000 distinct generated message identities (binding, incarnation,
 // Kafka topic/partition/offset or SQS queue/message id, with separators,
 // NUL, non-UTF-8 bytes and lengths on both sides of the inline limit) every

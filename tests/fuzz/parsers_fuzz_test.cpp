@@ -1,4 +1,4 @@
-// Issue 14 item 3: the parsers under generated input. Each seed in
+// Fuzzing: the parsers under generated input. Each seed in
 // tests/fuzz/corpus is mutated (bit flips, inserted tokens, deleted,
 // duplicated and truncated ranges) for a bounded time, and fed to the JSON
 // reader every payload and body goes through, to the request-target parser,

@@ -1,4 +1,4 @@
-// Issue 31 (CON-18) on the real broker: the batch-isolation property
+// Batch isolation (CON-18) on the real broker: the property
 // (tests/fuzz/batch_isolation.hpp) through KafkaSource. One topic of two
 // partitions holds a random mix of good and bad records; for each binding
 // kind, one consumer group dispatches it one record at a time and another in

@@ -1,8 +1,8 @@
-// Issue 51 on the real broker: a topic deleted and recreated under an
-// existing binding reuses offsets 0, 1, 2, …; harvest tells its records from
-// redeliveries by their fingerprints and never acknowledges them as
-// duplicates. Counts are read back from PostgreSQL and the group's commits
-// from the broker.
+// Coordinate collisions on the real broker: a topic deleted and recreated
+// under an existing binding reuses offsets 0, 1, 2, …; harvest tells its
+// records from redeliveries by their fingerprints and never acknowledges
+// them as duplicates. Counts are read back from PostgreSQL and the group's
+// commits from the broker.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Fixture for the end-to-end Kafka tests (issue 4): the connector runtime and
+// Fixture for the end-to-end Kafka tests: the connector runtime and
 // the plugin over KafkaSource, against the real broker ($HARVEST_TEST_KAFKA_
 // BOOTSTRAP) and a fresh PostgreSQL database per test ($HARVEST_TEST_DATABASE_
 // URL). Every test gets its own topic, group and database, so tests are

@@ -1,9 +1,9 @@
 // KafkaSource end to end through the connector runtime and the plugin, on a
-// real broker and a real PostgreSQL (issue 4; KAF-2..KAF-6, CON-4..CON-7,
-// CON-14): every record becomes exactly one execution and the group's commit
-// reaches the log end; replicas rebalancing mid-stream; a wedged head rebuilt
-// by recover(); `latest` across rebuilds; the lag gauge from two replicas;
-// the plugin's build refusals for Kafka subscriptions.
+// real broker and a real PostgreSQL (KAF-2..KAF-6, CON-4..CON-7, CON-14):
+// every record becomes exactly one execution and the group's commit reaches
+// the log end; replicas rebalancing mid-stream; a wedged head rebuilt by
+// recover(); `latest` across rebuilds; the lag gauge from two replicas; the
+// plugin's build refusals for Kafka subscriptions.
 #include <gtest/gtest.h>
 
 #include <condition_variable>

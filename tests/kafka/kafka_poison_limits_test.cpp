@@ -1,5 +1,5 @@
-// Issue 12 items 3 and 4 on the real broker: a record whose mapped workflow id
-// is past the identifier limit (an 8 KB order id) is a permanent failure,
+// Input limits on the real broker: a record whose mapped workflow id is
+// past the identifier limit (an 8 KB order id) is a permanent failure,
 // dead-lettered with a readable reason; its partition keeps flowing and the
 // group's commit reaches the log end — no endless retry, no stall.
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
-// Issue 12 item 9: a process with a stable instance id, SIGKILLed and
-// restarted, consumes again at once and takes back the runs it had in flight
-// without waiting for their leases. Kafka static membership (group.instance.id
-// from the instance id) hands the restarted consumer its partitions without
-// waiting for the dead member's session to time out (30 s here); the worker's
+// Fast restarts: a process with a stable instance id, SIGKILLed and restarted,
+// consumes again at once and takes back the runs it had in flight without
+// waiting for their leases. Kafka static membership (group.instance.id from
+// the instance id) hands the restarted consumer its partitions without waiting
+// for the dead member's session to time out (30 s here); the worker's
 // own-prefix claim reclaims runs leased by the dead incarnation (60 s leases
 // here). Both waits are far longer than the 10 s the restart is given.
 #include <fmt/format.h>

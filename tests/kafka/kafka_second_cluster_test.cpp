@@ -1,8 +1,8 @@
-// Issue 51, cluster identity on real brokers: a binding records the id of the
-// Kafka cluster it reads, per key incarnation; pointed at a second broker
-// (its own cluster id) it refuses to start, naming both ids, until the
-// cutover is acknowledged. Run by tests/kafka/second_cluster_test.sh, which
-// starts the second broker and sets HARVEST_TEST_KAFKA_SECOND_BOOTSTRAP.
+// Cluster identity on real brokers: a binding records the id of the Kafka
+// cluster it reads, per key incarnation; pointed at a second broker (its
+// own cluster id) it refuses to start, naming both ids, until the cutover
+// is acknowledged. Run by tests/kafka/second_cluster_test.sh, which starts
+// the second broker and sets HARVEST_TEST_KAFKA_SECOND_BOOTSTRAP.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -200,7 +200,8 @@ TEST(SelectAnchorCommits, an_anchor_must_strictly_raise_the_groups_commit) {
          "no-commit-yet are written";
 }
 
-// Issue 34 item 7: a deployment's client properties (TLS, SASL) from a file.
+// Encrypted, authenticated brokers: a deployment's client properties (TLS,
+// SASL) from a file.
 TEST(KafkaPropertiesFile, key_value_lines_comments_and_either_separator_in_file_order) {
   auto props = detail::parse_properties(
       "# from the provider\n"

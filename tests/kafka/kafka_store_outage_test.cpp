@@ -1,4 +1,4 @@
-// Issue 12 item 8 against the real broker and a real PostgreSQL crash: the
+// A store outage, against the real broker and a real PostgreSQL crash: the
 // store is stopped in immediate mode mid-stream (no shutdown checkpoint, every
 // connection cut, crash recovery on restart) and started again 3 s later.
 // Consumption must resume within 10 s of the store being back, with nothing

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 51: starts a second single-node Kafka (its own cluster id) beside the
-# test broker and runs the cluster-identity test against both.
+# Cluster identity: starts a second single-node Kafka (its own cluster id)
+# beside the test broker and runs the cluster-identity test against both.
 #   tests/kafka/second_cluster_test.sh TEST_BINARY     (ctest: kafka.second_cluster)
 set -euo pipefail
 BIN=$(realpath "${1:?usage: second_cluster_test.sh TEST_BINARY}")

@@ -1,9 +1,10 @@
-// Issue 15: deploy/grafana/harvest.json and deploy/prometheus/alerts.yml
-// query only what harvest exports. A real workload (the connector runtime
-// over MockSource with a poison record, an engine worker, a run that fails
-// for good, API requests) fills a PrometheusMetrics; /metrics is scraped
-// over HTTP and every metric name and label every PromQL expression of the
-// dashboard and the alert rules uses must be in that exposition.
+// The operations surface: deploy/grafana/harvest.json and
+// deploy/prometheus/alerts.yml query only what harvest exports. A real
+// workload (the connector runtime over MockSource with a poison record, an
+// engine worker, a run that fails for good, API requests) fills a
+// PrometheusMetrics; /metrics is scraped over HTTP and every metric name
+// and label every PromQL expression of the dashboard and the alert rules
+// uses must be in that exposition.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -287,7 +288,7 @@ TEST_F(DashboardTest, every_alert_rule_is_well_formed_and_uses_only_exported_met
       EXPECT_TRUE(rule.at("annotations").contains("summary")) << name;
     }
   }
-  // The issue's list: lag, dead letters, stalls, store/health, API 5xx.
+  // The alerts operators need: lag, dead letters, stalls, store/health, API 5xx.
   for (const auto* expected : {"HarvestConnectorLagNotFalling", "HarvestConnectorDeadLettersRising",
                                "HarvestConnectorStalled", "HarvestStoreUnavailable",
                                "HarvestHealthFailing", "HarvestApiErrors"}) {

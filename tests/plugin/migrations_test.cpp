@@ -125,7 +125,7 @@ TEST_F(MigrationsTest, harvest_migrate_cli_applies_and_reports) {
   EXPECT_NE(err2.str().find("error: cannot connect"), std::string::npos) << err2.str();
 }
 
-// ENG-1/ENG-2 (issue 13 item 8): `harvest migrate` applies and reports every
+// ENG-1/ENG-2: `harvest migrate` applies and reports every
 // set — the engine's and the connector's — and the environment's separate
 // harvest database takes precedence over the application's.
 TEST_F(MigrationsTest, harvest_migrate_applies_every_set_to_the_harvest_database) {

@@ -1,4 +1,4 @@
-// ENG-12 (issue 13 item 1): the plugin mounts the HTTP API, so one builder
+// ENG-12: the plugin mounts the HTTP API, so one builder
 // wires connectors, workers and the API, started and stopped in order.
 #include <gtest/gtest.h>
 #include <httplib.h>

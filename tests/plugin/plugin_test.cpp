@@ -299,7 +299,7 @@ TEST_F(PluginTableTest, broker_native_bindings_alone_do_not_create_the_dead_lett
 namespace harvest::plugin {
 namespace {
 
-// ENG-2 (issue 13 item 8): in split mode (a separate harvest database) the
+// ENG-2: in split mode (a separate harvest database) the
 // dev profile applies the connector set there, beside the engine's tables,
 // and the sink writes there; the application's database is left alone.
 TEST(PluginSplitMode, the_connector_table_lands_in_the_harvest_database) {

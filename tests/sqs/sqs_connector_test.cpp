@@ -315,8 +315,8 @@ TEST_F(SqsConnectorTest, a_redelivery_after_a_crash_between_commit_and_ack_is_th
             dedupe_key("events", queue, ids[0]));
   EXPECT_EQ(text("SELECT start_source_ref FROM harvest_workflow_executions"), queue + "#" + ids[0]);
   EXPECT_EQ(queues_.depth(queue), (QueueDepth{0, 0}));
-  // Issue 51: an SQS MessageId is never reused, so its key carries no record
-  // fingerprint and a redelivery can never be taken for a collision.
+  // Coordinate collisions: an SQS MessageId is never reused, so its key carries
+  // no record fingerprint and a redelivery can never be taken for a collision.
   EXPECT_EQ(
       scalar("SELECT count(*) FROM harvest_workflow_executions WHERE key_fingerprint IS NULL"), 1);
   EXPECT_EQ(metrics_->counter(metrics::kConnectorCollisions, L{{"source", "events"}}), 0);

@@ -340,7 +340,7 @@ TEST_F(SqsSourceTest, abandoned_poison_moves_to_the_dlq_after_max_receive_count)
 namespace harvest::sqs {
 namespace {
 
-// Issue 11 item 4: receive-ahead overlaps the next ReceiveMessage with the
+// Receive-ahead, for throughput: the next ReceiveMessage overlaps the
 // runtime's dispatch of the current batch.
 class SqsReceiveAheadTest : public testing::SqsServerTest {
  protected:

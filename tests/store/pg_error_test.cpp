@@ -1,5 +1,5 @@
-// Every SQLSTATE class maps to a deliberate retry class (issue: errors as
-// retry classes), and no server text reaches the caller-facing message.
+// Every SQLSTATE class maps to a deliberate retry class (an error's kind is its
+// retry policy), and no server text reaches the caller-facing message.
 #include <gtest/gtest.h>
 
 #include <harvest/store/pg_error.hpp>

@@ -125,8 +125,8 @@ std::string PgTest::text(const std::string& sql, const store::Params& params) {
 engine::EngineConfig PgTest::engine_config(engine::EngineConfig config) const {
   config.database_url = db_url_;
   if (config.profile.empty()) config.profile = "test";
-  // Issue 34: scripts/test.sh runs the postgres, kafka and sqs suites a
-  // second time with HARVEST_TEST_THROUGH_POOLER set to PgBouncer's URL
+  // Behind a pooler: scripts/test.sh runs the postgres, kafka and sqs suites
+  // a second time with HARVEST_TEST_THROUGH_POOLER set to PgBouncer's URL
   // (transaction pooling): every engine a test opens then reaches its shards
   // through the pooler, LISTENing on the direct URLs, as a production
   // deployment behind PgBouncer would. The test's own checks (db(),

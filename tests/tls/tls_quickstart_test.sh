@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Issue 34 item 7: the unmodified Kafka quickstart against a PostgreSQL that
-# demands TLS (hostssl, scram-sha-256), reached with sslmode=verify-full, and
-# a Kafka broker listener that demands SASL_SSL, with the CA
-# scripts/services/tls.sh generates, changed by configuration only (the
-# database URL; a client properties file in HARVEST_KAFKA_PROPERTIES_FILE).
-# A wrong CA, an expired server certificate and a wrong password, on either
-# connection, are each a start-up failure within seconds that names the
-# server and the cause, with no password in the output. And the SQS
-# quickstart over HTTPS (ElasticMQ behind a TLS terminator) with the CA in
-# AWS_CA_BUNDLE; a wrong CA or an expired certificate refused at start-up.
+# Encrypted, authenticated connections: the unmodified Kafka quickstart
+# against a PostgreSQL that demands TLS (hostssl, scram-sha-256), reached
+# with sslmode=verify-full, and a Kafka broker listener that demands
+# SASL_SSL, with the CA scripts/services/tls.sh generates, changed by
+# configuration only (the database URL; a client properties file in
+# HARVEST_KAFKA_PROPERTIES_FILE). A wrong CA, an expired server certificate
+# and a wrong password, on either connection, are each a start-up failure
+# within seconds that names the server and the cause, with no password in the
+# output. And the SQS quickstart over HTTPS (ElasticMQ behind a TLS
+# terminator) with the CA in AWS_CA_BUNDLE; a wrong CA or an expired
+# certificate refused at start-up.
 #
 # SASL mechanism SCRAM-SHA-512, against Kafka 3.9.0: Debian's librdkafka 2.0.2
 # cannot complete SCRAM with Kafka 3.9.1 or 4.x (fixed in librdkafka 2.6.1),

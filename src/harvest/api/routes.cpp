@@ -98,8 +98,9 @@ std::vector<RouteSpec> route_specs(std::string_view prefix) {
   out.push_back(spec("replay_dead_letter", Method::kPost, p + "/dead-letters/{execution_id}/replay",
                      {200, 404, 409}));
 
-  // Connector dead letters (poison broker messages), issue 15. Replay only
-  // marks rows: the binding's runtime, which holds the mapper, replays them.
+  // Connector dead letters (poison broker messages) for operators. Replay
+  // only marks rows: the binding's runtime, which holds the mapper, replays
+  // them.
   out.push_back(
       spec("list_connector_dead_letters", Method::kGet, p + "/connector-dead-letters", {200}));
   out.back().query_params = query_params::kListConnectorDeadLetters;

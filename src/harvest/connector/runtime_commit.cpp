@@ -1,6 +1,7 @@
 // ConnectorRuntime's commit phase: a group of mapped messages to the engine
 // (the derived-key path, engine/connector_starts.hpp), each outcome turned
-// into a verdict, and coordinate collisions (issue 51) handled as the
+// into a verdict, and coordinate collisions (a record at a position an
+// earlier record used: a recreated topic, another cluster) handled as the
 // binding's CollisionPolicy says — held, dead-lettered or started again
 // under a fingerprinted key.
 #include <fmt/format.h>

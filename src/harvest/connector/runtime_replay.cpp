@@ -1,6 +1,6 @@
-// ConnectorRuntime's side of connector dead-letter replay (issue 15): rows an
-// operator marked (API, `harvest connector-dlq replay`) are picked up here,
-// where the binding's mapper lives, and dispatched through the same map and
+// ConnectorRuntime's side of connector dead-letter replay: rows an operator
+// marked (API, `harvest connector-dlq replay`) are picked up here, where
+// the binding's mapper lives, and dispatched through the same map and
 // engine-commit path a broker message takes.
 #include <fmt/format.h>
 

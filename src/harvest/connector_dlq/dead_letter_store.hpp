@@ -1,4 +1,4 @@
-// The connector dead letters as an operator surface (issue 15): every
+// The connector dead letters as an operator surface: every
 // statement on `harvest_connector_dead_letters` besides the sink's insert.
 //
 //   list / show      read rows, newest first, by filter or id
@@ -42,7 +42,8 @@ inline constexpr size_t kMaxFilterText = 256;    // binding, stream: bytes
 inline constexpr size_t kMaxRequestedBy = 200;   // replay requested_by: bytes
 
 // The reasons the runtime records (CON-10), and a coordinate collision a
-// binding with on_collision(dead_letter) records (issue 51).
+// binding with on_collision(dead_letter) records, when a record reuses an earlier record's position
+// (a recreated topic, another cluster).
 inline constexpr std::string_view kReasons[] = {"undecodable", "mapping_rejected", "start_rejected",
                                                 "coordinate_collision"};
 

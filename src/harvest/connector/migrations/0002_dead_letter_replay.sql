@@ -1,4 +1,4 @@
--- Replay of connector dead letters (issue 15). An operator marks rows
+-- Replay of connector dead letters. An operator marks rows
 -- (`replay_requested_*`, from the API or `harvest connector-dlq replay`);
 -- the binding's own runtime, which holds the mapper, picks marked rows up,
 -- dispatches the stored payload under the row's original dedupe key and

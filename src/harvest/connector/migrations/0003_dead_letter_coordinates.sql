@@ -1,5 +1,5 @@
--- Dead letters keep their broker coordinates structured (issue 31), so a
--- replay reads them back exactly instead of re-parsing the rendered text:
+-- Dead letters keep their broker coordinates structured, so a replay reads
+-- them back exactly instead of re-parsing the rendered text:
 --   {"kind": "kafka", "topic": ..., "partition": ..., "offset": ...}
 --   {"kind": "sqs", "queue_url": ..., "message_id": ...}
 -- Existing rows are backfilled from the rendered form ("queue_url#id", split
