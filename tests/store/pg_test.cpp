@@ -38,9 +38,9 @@ TEST_F(PipelineTest, statements_run_as_one_transaction_in_order) {
 
 TEST_F(PipelineTest, a_prepared_statement_is_prepared_once_per_session) {
   auto c = open();
-  const Statement twice{"SELECT $1::int * 2 AS v", {"21"}, true};
+  const Statement twice{"SELECT $1::int * 2 AS v", {"21"}, Plan::kPrepared};
   for (int i = 0; i < 3; ++i) {
-    auto r = c->exec_pipeline({twice, {"SELECT $1::int + 1 AS v", {"1"}, true}});
+    auto r = c->exec_pipeline({twice, {"SELECT $1::int + 1 AS v", {"1"}, Plan::kPrepared}});
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ((*r)[0].get_int(0, "v"), 42);
     EXPECT_EQ((*r)[1].get_int(0, "v"), 2);
@@ -54,7 +54,7 @@ TEST_F(PipelineTest, a_prepared_statement_is_prepared_once_per_session) {
 
 TEST_F(PipelineTest, a_prepare_aborted_by_an_earlier_failure_is_prepared_again_later) {
   auto c = open();
-  const Statement late{"SELECT $1::int - 1 AS v", {"5"}, true};
+  const Statement late{"SELECT $1::int - 1 AS v", {"5"}, Plan::kPrepared};
   auto bad = c->exec_pipeline({{"SELECT 1 / $1::int", {"0"}}, late});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind, ErrorKind::kBadRequest) << "22012 division by zero";
@@ -68,7 +68,7 @@ TEST_F(PipelineTest, a_keyed_statement_runs_on_a_generic_plan_and_the_session_is
   const std::string probe =
       "SELECT current_setting('plan_cache_mode') AS mode, "
       "current_setting('enable_seqscan') AS seq, $1::int AS v";
-  auto r = c->exec_pipeline({{probe, {"1"}, true, true}, {probe, {"2"}, true}});
+  auto r = c->exec_pipeline({{probe, {"1"}, Plan::kKeyed}, {probe, {"2"}, Plan::kPrepared}});
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), 2U) << "the injected settings yield no results";
   EXPECT_EQ((*r)[0].get(0, "mode"), "force_generic_plan");
@@ -81,7 +81,7 @@ TEST_F(PipelineTest, a_keyed_statement_runs_on_a_generic_plan_and_the_session_is
   EXPECT_EQ(keyed->get_int(0, "v"), 3);
   // A keyed statement that fails aborts the transaction: the settings it ran
   // under are undone with it.
-  auto bad = c->exec_pipeline({{"SELECT 1 / $1::int AS v", {"0"}, true, true}});
+  auto bad = c->exec_pipeline({{"SELECT 1 / $1::int AS v", {"0"}, Plan::kKeyed}});
   ASSERT_FALSE(bad);
   auto after = c->exec(
       "SELECT current_setting('plan_cache_mode') AS mode, "
@@ -95,7 +95,7 @@ TEST_F(PipelineTest, a_borrowed_session_gets_unprepared_statements) {
   auto owner = open();
   for (int i = 0; i < 2; ++i) {
     auto borrowed = Connection::borrow(owner->raw());
-    auto r = borrowed->exec_pipeline({{"SELECT $1::int AS v", {"7"}, true}});
+    auto r = borrowed->exec_pipeline({{"SELECT $1::int AS v", {"7"}, Plan::kPrepared}});
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->front().get_int(0, "v"), 7);
   }
@@ -120,9 +120,9 @@ std::string option_of(const Connection& c, const std::string& keyword) {
 
 using ConnectionSettingsTest = harvest::testing::PgTest;
 
-// Issue 34 item 3: a peer that goes silent must not hold a session forever.
-// Every session gets a connect timeout, keepalives and a TCP user timeout,
-// unless the URL says otherwise.
+// A silent network: a peer that goes silent must not hold a session
+// forever. Every session gets a connect timeout, keepalives and a TCP user
+// timeout, unless the URL says otherwise.
 TEST_F(ConnectionSettingsTest, sessions_get_timeouts_and_keepalives_unless_the_url_sets_its_own) {
   auto plain = Connection::open(db_url());
   ASSERT_TRUE(plain) << plain.error().describe();
@@ -145,7 +145,7 @@ TEST_F(ConnectionSettingsTest, sessions_get_timeouts_and_keepalives_unless_the_u
   EXPECT_EQ(r->get_int(0, "v"), 1);
 }
 
-// Issue 48 item 4: a COMMIT whose connection broke before its answer is a
+// Commits in doubt: a COMMIT whose connection broke before its answer is a
 // commit in doubt — counted and logged, as the network fault scenario
 // reports; a statement the database refused on a healthy connection is not.
 TEST_F(PipelineTest, a_commit_whose_connection_broke_is_counted_in_doubt_and_a_refusal_is_not) {

@@ -2,23 +2,11 @@
 
 #include <harvest/common/log.hpp>
 #include <harvest/connector/cluster_identity.hpp>
+#include <harvest/connector/sql/clusters.hpp>
 
 namespace harvest::connector {
 
 namespace {
-
-// Records the cluster for a binding seen for the first time, and returns
-// what is recorded now (the new row or the earlier one).
-constexpr const char* kRecord =
-    "WITH ins AS (INSERT INTO harvest_connector_clusters (binding, incarnation, cluster_id) "
-    "VALUES ($1, $2, $3) ON CONFLICT (binding, incarnation) DO NOTHING RETURNING cluster_id) "
-    "SELECT cluster_id FROM ins UNION ALL "
-    "SELECT cluster_id FROM harvest_connector_clusters WHERE binding = $1 AND incarnation = $2 "
-    "LIMIT 1";
-
-constexpr const char* kCutover =
-    "UPDATE harvest_connector_clusters SET cluster_id = $3, recorded_at = now() "
-    "WHERE binding = $1 AND incarnation = $2";
 
 std::string incarnation_label(const SourceBinding& b) {
   return b.incarnation().empty() ? std::string("the default key incarnation")
@@ -40,13 +28,15 @@ Status check_cluster_identity(store::Pool& pool, const SourceBinding& binding,
   }
   auto conn = pool.acquire();
   if (!conn) return fail(conn.error());
-  auto recorded = (*conn)->exec(kRecord, {binding.name(), binding.incarnation(), *actual});
+  auto recorded =
+      (*conn)->exec(sql::clusters::record, {binding.name(), binding.incarnation(), *actual});
   if (!recorded) return fail(recorded.error());
   if (recorded->empty()) return fail(Error::internal("recording the binding's cluster failed"));
   const std::string earlier = recorded->get(0, "cluster_id");
   if (earlier == *actual) return {};
   if (cutover == *actual) {
-    auto moved = (*conn)->exec(kCutover, {binding.name(), binding.incarnation(), *actual});
+    auto moved =
+        (*conn)->exec(sql::clusters::cutover, {binding.name(), binding.incarnation(), *actual});
     if (!moved) return fail(moved.error());
     log::warn(
         "binding '{}' ({}) moves from cluster '{}' to cluster '{}', as cluster_cutover "

@@ -5,6 +5,7 @@
 #include <harvest/common/log.hpp>
 #include <harvest/connector/coordinates.hpp>
 #include <harvest/connector/dead_letter.hpp>
+#include <harvest/connector/sql/dead_letters.hpp>
 #include <harvest/store/pg.hpp>
 #include <harvest/store/pool.hpp>
 
@@ -62,26 +63,16 @@ store::Param stored_headers(const DeadLetter& l) {
 // nothing. A different record under the same key — a reused position of a
 // recreated topic, told apart by its fingerprint — gets a row of its own,
 // under the key with its fingerprint appended (which no derived key ends in),
-// so its raw payload is never dropped. `taken`: the fingerprint of the row
-// already holding the key when there is one, compared only on a conflict.
-constexpr const char* kInsertLetter =
-    "WITH ins AS (INSERT INTO harvest_connector_dead_letters "
-    "(binding, stream, coordinates, idempotency_key, reason, detail, attempts, payload, "
-    "coordinates_structured, record_key, headers, fingerprint) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, $9::jsonb, $10::bytea, $11::jsonb, "
-    "$12::bigint) "
-    "ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1) "
-    "SELECT (SELECT count(*) FROM ins) AS written, "
-    "(SELECT fingerprint FROM harvest_connector_dead_letters WHERE idempotency_key = $4 "
-    " AND NOT EXISTS (SELECT 1 FROM ins)) AS taken";
-
+// so its raw payload is never dropped. The insert's `taken`: the fingerprint
+// of the row already holding the key when there is one, compared only on a
+// conflict.
 Status PostgresDeadLetterSink::write(const DeadLetter& l) {
   auto conn = pool_.acquire();
   if (!conn) return fail(conn.error());
   auto insert = [&](const std::string& key) {
     // Text columns must be UTF-8; the raw bytes are kept intact in `payload`.
     return (*conn)->exec(
-        kInsertLetter,
+        sql::dead_letters::insert,
         {to_valid_utf8(l.binding), to_valid_utf8(l.stream), to_valid_utf8(l.coordinates), key,
          l.reason, to_valid_utf8(l.detail), std::to_string(l.attempts), bytea_hex(l.payload),
          structured_coordinates(l), l.key ? store::Param{bytea_hex(*l.key)} : store::Param{},

@@ -7,41 +7,19 @@
 #include <harvest/common/json.hpp>
 #include <harvest/common/strings.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
+#include <harvest/connector_dlq/sql/dead_letters.hpp>
 #include <harvest/store/pg.hpp>
 
 namespace harvest::connector_dlq {
 
 namespace {
 
-constexpr const char* kIsoUtc = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
-
-// The filter as six nullable parameters ($1..$6), so one statement text
-// serves every combination and no value is ever spliced into SQL.
-constexpr const char* kWhere =
-    "($1::uuid IS NULL OR id = $1::uuid) AND ($2::text IS NULL OR binding = $2) "
-    "AND ($3::text IS NULL OR stream = $3) AND ($4::text IS NULL OR reason = $4) "
-    "AND ($5::timestamptz IS NULL OR failed_at >= $5::timestamptz) "
-    "AND ($6::timestamptz IS NULL OR failed_at < $6::timestamptz)";
-
-std::string columns() {
-  return fmt::format(
-      "id::text AS id, binding, stream, coordinates, coordinates_structured::text AS "
-      "coordinates_structured, idempotency_key, reason, detail, attempts, "
-      "encode(payload, 'hex') AS payload_hex, encode(record_key, 'hex') AS key_hex, "
-      "headers::text AS headers, fingerprint, "
-      "to_char(failed_at AT TIME ZONE 'UTC', {0}) AS failed, "
-      "to_char(replay_requested_at AT TIME ZONE 'UTC', {0}) AS requested, replay_requested_by, "
-      "to_char(replayed_at AT TIME ZONE 'UTC', {0}) AS replayed, replay_outcome, replay_detail, "
-      "replay_execution_id",
-      kIsoUtc);
-}
-
 // A failed operator query on a database whose connector migrations were
 // never applied (an application without connector bindings, say): a clear
 // not-found naming what to run, rather than the database's own words.
 Error explained(store::Connection& conn, Error e) {
   if (is_unavailable(e)) return e;
-  auto missing = conn.exec("SELECT to_regclass('harvest_connector_dead_letters') IS NULL");
+  auto missing = conn.exec(sql::dead_letters::table_missing);
   if (missing && missing->rows() == 1 && missing->get(0, 0) == "t") {
     return Error::not_found(
         "this database has no connector dead letters: the connector migrations were never "
@@ -180,10 +158,7 @@ Result<std::vector<StoredDeadLetter>> DeadLetterStore::list(const DeadLetterFilt
   if (!conn) return fail(conn.error());
   auto params = filter_params(filter);
   params.emplace_back(std::to_string(limit));
-  auto r = (*conn)->exec(fmt::format("SELECT {} FROM harvest_connector_dead_letters WHERE {} "
-                                     "ORDER BY failed_at DESC, id DESC LIMIT $7",
-                                     columns(), kWhere),
-                         params);
+  auto r = (*conn)->exec(sql::dead_letters::list, params);
   if (!r) return fail(explained(**conn, r.error()));
   return rows_of(*r);
 }
@@ -215,13 +190,7 @@ Result<DeadLetterPage> DeadLetterStore::list_page(const DeadLetterFilter& filter
   params.emplace_back(std::to_string(limit + 1));
   params.emplace_back(after_us);
   params.emplace_back(after_id);
-  auto r = (*conn)->exec(
-      fmt::format("SELECT {}, (extract(epoch FROM failed_at) * 1000000)::bigint AS failed_us "
-                  "FROM harvest_connector_dead_letters WHERE {} AND ($8::bigint IS NULL OR "
-                  "(failed_at, id) < ('epoch'::timestamptz + $8::bigint * interval '1 "
-                  "microsecond', $9::uuid)) ORDER BY failed_at DESC, id DESC LIMIT $7",
-                  columns(), kWhere),
-      params);
+  auto r = (*conn)->exec(sql::dead_letters::list_page, params);
   if (!r) return fail(explained(**conn, r.error()));
   DeadLetterPage page{.items = rows_of(*r), .next_cursor = std::nullopt};
   if (page.items.size() > limit) {
@@ -254,27 +223,8 @@ Result<ReplayRequest> DeadLetterStore::request_replay(const DeadLetterFilter& fi
   auto params = filter_params(filter);
   params.emplace_back(requested_by);
   params.emplace_back(std::to_string(kMaxReplayBatch));
-  // Markable: never requested, or last replayed into a dead letter again
-  // (the cause may have been fixed since). Pending and successfully
-  // replayed rows are only counted: marking them again would change nothing.
-  auto r = (*conn)->exec(
-      fmt::format(
-          "WITH matching AS (SELECT id, replay_requested_at, replayed_at, replay_outcome "
-          "  FROM harvest_connector_dead_letters WHERE {0}), "
-          "markable AS (SELECT id FROM harvest_connector_dead_letters WHERE {0} "
-          "  AND (replay_requested_at IS NULL OR replay_outcome = 'dead_lettered') "
-          "  ORDER BY failed_at DESC, id DESC LIMIT $8 FOR UPDATE), "
-          "marked AS (UPDATE harvest_connector_dead_letters d SET replay_requested_at = now(), "
-          "  replay_requested_by = $7, replayed_at = NULL, replay_outcome = NULL, "
-          "  replay_detail = NULL, replay_execution_id = NULL "
-          "  FROM markable WHERE d.id = markable.id RETURNING d.id) "
-          "SELECT (SELECT count(*) FROM marked) AS requested, "
-          "  (SELECT count(*) FROM matching WHERE replay_requested_at IS NOT NULL "
-          "     AND replayed_at IS NULL) AS pending, "
-          "  (SELECT count(*) FROM matching WHERE replayed_at IS NOT NULL "
-          "     AND replay_outcome <> 'dead_lettered') AS replayed",
-          kWhere),
-      params);
+  // Marks the markable rows and counts the rest (see request_replay.sql).
+  auto r = (*conn)->exec(sql::dead_letters::request_replay, params);
   if (!r) return fail(explained(**conn, r.error()));
   return ReplayRequest{.requested = static_cast<size_t>(r->get_int(0, "requested")),
                        .already_requested = static_cast<size_t>(r->get_int(0, "pending")),
@@ -286,11 +236,7 @@ Result<size_t> DeadLetterStore::purge(const DeadLetterFilter& filter) {
   if (auto ok = check(filter); !ok) return fail(ok.error());
   auto conn = pool_.acquire();
   if (!conn) return fail(conn.error());
-  auto r = (*conn)->exec(
-      fmt::format("WITH gone AS (DELETE FROM harvest_connector_dead_letters WHERE {} RETURNING 1) "
-                  "SELECT count(*) FROM gone",
-                  kWhere),
-      filter_params(filter));
+  auto r = (*conn)->exec(sql::dead_letters::purge, filter_params(filter));
   if (!r) return fail(explained(**conn, r.error()));
   return static_cast<size_t>(std::stoll(r->get(0, 0)));
 }
@@ -299,11 +245,7 @@ Result<std::vector<StoredDeadLetter>> DeadLetterStore::claim(const std::string& 
                                                              size_t limit) {
   auto conn = pool_.acquire();
   if (!conn) return fail(conn.error());
-  auto r = (*conn)->exec(fmt::format("SELECT {} FROM harvest_connector_dead_letters "
-                                     "WHERE binding = $1 AND replay_requested_at IS NOT NULL "
-                                     "AND replayed_at IS NULL "
-                                     "ORDER BY replay_requested_at, id LIMIT $2",
-                                     columns()),
+  auto r = (*conn)->exec(sql::dead_letters::claim,
                          {binding, std::to_string(std::max<size_t>(limit, 1))});
   if (!r) return fail(r.error());
   return rows_of(*r);
@@ -315,9 +257,7 @@ Result<bool> DeadLetterStore::record(const std::string& id, ReplayOutcome outcom
   auto conn = pool_.acquire();
   if (!conn) return fail(conn.error());
   auto r = (*conn)->exec(
-      "UPDATE harvest_connector_dead_letters SET replayed_at = now(), replay_outcome = $2, "
-      "replay_detail = $3, replay_execution_id = $4 "
-      "WHERE id = $1::uuid AND replay_requested_at IS NOT NULL AND replayed_at IS NULL",
+      sql::dead_letters::record,
       {id, std::string(to_string(outcome)),
        detail.empty() ? store::Param{} : store::Param{to_valid_utf8(detail)}, execution_id});
   if (!r) return fail(r.error());

@@ -8,6 +8,7 @@
 #include <harvest/common/log.hpp>
 #include <harvest/engine/admission.hpp>
 #include <harvest/engine/identifiers.hpp>
+#include <harvest/engine/sql/admission.hpp>
 
 namespace harvest::engine::admission {
 
@@ -19,15 +20,8 @@ namespace {
 Result<store::PgResult> refresh_throttle_window(store::Connection& conn,
                                                 const std::string& workflow,
                                                 const ThrottlePolicy& policy) {
-  return conn.exec(
-      "UPDATE harvest_admission_throttle SET "
-      "used = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() THEN 0 "
-      "ELSE used END, "
-      "window_started_at = CASE WHEN window_started_at + $2 * interval '1 millisecond' <= now() "
-      "THEN now() ELSE window_started_at END "
-      "WHERE workflow_name = $1 RETURNING used, "
-      "EXISTS (SELECT 1 FROM harvest_deferred_starts d WHERE d.workflow_name = $1) AS queued",
-      {workflow, std::to_string(policy.period.count())});
+  return conn.exec(sql::admission::refresh_throttle_window,
+                   {workflow, std::to_string(policy.period.count())});
 }
 
 StartOutcome started(std::string id) {
@@ -45,14 +39,9 @@ Result<StartOutcome> admit_debounced(store::Connection& conn, const WorkflowDef&
     return fail(Error::bad_request(fmt::format(
         "workflow '{}' is debounced: a start needs a workflow_id to collapse on", def.name)));
   }
-  auto d = conn.exec(
-      "INSERT INTO harvest_debounce (workflow_name, workflow_id, input, start_source, "
-      "start_source_ref, fire_at) VALUES ($1, $2, $3::jsonb, $4, $5, now() + $6 * interval "
-      "'1 millisecond') ON CONFLICT (workflow_name, workflow_id) DO UPDATE SET "
-      "input = EXCLUDED.input, start_source = EXCLUDED.start_source, "
-      "start_source_ref = EXCLUDED.start_source_ref, fire_at = EXCLUDED.fire_at, pending = true",
-      {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref,
-       std::to_string(def.options.debounce->window.count())});
+  auto d = conn.exec(sql::admission::debounce,
+                     {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref,
+                      std::to_string(def.options.debounce->window.count())});
   if (!d) return fail(d.error());
   return deferred();
 }
@@ -61,11 +50,8 @@ Result<StartOutcome> admit_debounced(store::Connection& conn, const WorkflowDef&
 // while the item waits, or after its batch fired, is a no-op.
 Result<StartOutcome> admit_batched(store::Connection& conn, const WorkflowDef& def,
                                    const NewExecution& s) {
-  auto b = conn.exec(
-      "INSERT INTO harvest_batch_items (workflow_name, workflow_id, input, start_source, "
-      "start_source_ref) VALUES ($1, $2, $3::jsonb, $4, $5) "
-      "ON CONFLICT (workflow_name, workflow_id) WHERE workflow_id IS NOT NULL DO NOTHING",
-      {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref});
+  auto b = conn.exec(sql::admission::add_batch_item,
+                     {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref});
   if (!b) return fail(b.error());
   return deferred();
 }
@@ -79,10 +65,7 @@ Result<StartOutcome> admit_throttled(store::Connection& conn, const WorkflowDef&
     if (!found) return fail(found.error());
     if (*found) return StartOutcome{StartOutcomeKind::kIdempotentReplay, **found};
   }
-  if (auto r = conn.exec("INSERT INTO harvest_admission_throttle VALUES ($1, now(), 0) "
-                         "ON CONFLICT (workflow_name) DO NOTHING",
-                         {def.name});
-      !r) {
+  if (auto r = conn.exec(sql::admission::ensure_throttle, {def.name}); !r) {
     return fail(r.error());
   }
   auto window = refresh_throttle_window(conn, def.name, policy);
@@ -97,10 +80,7 @@ Result<StartOutcome> admit_throttled(store::Connection& conn, const WorkflowDef&
       if (!*existing) return fail(Error::transient_error("execution vanished during start; retry"));
       return StartOutcome{StartOutcomeKind::kIdempotentReplay, **existing};
     }
-    if (auto r = conn.exec(
-            "UPDATE harvest_admission_throttle SET used = used + 1 WHERE workflow_name = $1",
-            {def.name});
-        !r) {
+    if (auto r = conn.exec(sql::admission::take_throttle_token, {def.name}); !r) {
       return fail(r.error());
     }
     return started(**id);
@@ -108,11 +88,8 @@ Result<StartOutcome> admit_throttled(store::Connection& conn, const WorkflowDef&
   // Over the rate (or behind earlier deferred starts, to stay FIFO): queue
   // it. A second deferral of the same workflow_id collapses into the queued
   // one, which is what lets the connector's WorkflowId fallback dedupe it.
-  auto d = conn.exec(
-      "INSERT INTO harvest_deferred_starts "
-      "(workflow_name, workflow_id, input, start_source, start_source_ref) "
-      "VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT (workflow_name, workflow_id) DO NOTHING",
-      {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref});
+  auto d = conn.exec(sql::admission::defer_start,
+                     {def.name, s.workflow_id, s.input.dump(), s.source, s.source_ref});
   if (!d) return fail(d.error());
   return deferred();
 }
@@ -153,11 +130,7 @@ Result<int> fire_throttled(store::Pool& pool, const WorkflowDef& def) {
   if (window->empty()) return 0;  // never throttled anything yet
   const long long available = policy.starts - window->get_int(0, "used");
   if (available <= 0) return 0;
-  auto popped = (*conn)->exec(
-      "DELETE FROM harvest_deferred_starts WHERE id IN (SELECT id FROM harvest_deferred_starts "
-      "WHERE workflow_name = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
-      "RETURNING id, workflow_id, input::text AS input, start_source, start_source_ref",
-      {def.name, std::to_string(available)});
+  auto popped = (*conn)->exec(sql::admission::pop_deferred, {def.name, std::to_string(available)});
   if (!popped) return fail(popped.error());
   ExecutionStore executions(**conn);
   int created = 0;
@@ -169,9 +142,8 @@ Result<int> fire_throttled(store::Pool& pool, const WorkflowDef& def) {
     if (*id) ++created;
   }
   if (popped->rows() > 0) {
-    auto used = (*conn)->exec(
-        "UPDATE harvest_admission_throttle SET used = used + $2 WHERE workflow_name = $1",
-        {def.name, std::to_string(popped->rows())});
+    auto used = (*conn)->exec(sql::admission::spend_throttle_tokens,
+                              {def.name, std::to_string(popped->rows())});
     if (!used) return fail(used.error());
   }
   if (auto c = tx->commit(); !c) return fail(c.error());
@@ -183,13 +155,7 @@ Result<int> fire_debounced(store::Pool& pool, const WorkflowDef& def) {
   if (!conn) return fail(conn.error());
   auto tx = store::Transaction::begin(**conn);
   if (!tx) return fail(tx.error());
-  auto due = (*conn)->exec(
-      "UPDATE harvest_debounce SET pending = false, fired_runs = fired_runs + 1 "
-      "WHERE (workflow_name, workflow_id) IN (SELECT workflow_name, workflow_id FROM "
-      "harvest_debounce WHERE workflow_name = $1 AND pending AND fire_at <= now() "
-      "FOR UPDATE SKIP LOCKED) RETURNING workflow_id, input::text AS input, start_source, "
-      "start_source_ref, fired_runs",
-      {def.name});
+  auto due = (*conn)->exec(sql::admission::take_due_debounces, {def.name});
   if (!due) return fail(due.error());
   ExecutionStore executions(**conn);
   int created = 0;
@@ -218,23 +184,16 @@ Result<int> fire_batches(store::Pool& pool, const WorkflowDef& def) {
     if (!tx) return fail(tx.error());
     // One firer per batched workflow at a time, so concurrent workers
     // cannot split a batch that was neither full nor due.
-    if (auto l = (*conn)->exec("SELECT pg_advisory_xact_lock(hashtext('harvest_batch:' || $1))",
-                               {def.name});
-        !l) {
+    if (auto l = (*conn)->exec(sql::admission::batch_lock, {def.name}); !l) {
       return fail(l.error());
     }
     auto ready = (*conn)->exec(
-        "SELECT count(*) >= $2 OR min(created_at) <= now() - $3 * interval '1 millisecond' "
-        "AS ready FROM (SELECT created_at FROM harvest_batch_items WHERE workflow_name = $1 "
-        "AND fired_execution IS NULL ORDER BY id LIMIT $2) b",
+        sql::admission::batch_ready,
         {def.name, std::to_string(policy.max_size), std::to_string(policy.max_wait.count())});
     if (!ready) return fail(ready.error());
     if (ready->is_null(0, 0) || !ready->get_bool(0, "ready")) break;
-    auto items = (*conn)->exec(
-        "SELECT id, input::text AS input, start_source, start_source_ref FROM "
-        "harvest_batch_items WHERE workflow_name = $1 AND fired_execution IS NULL ORDER BY id "
-        "LIMIT $2 FOR UPDATE SKIP LOCKED",
-        {def.name, std::to_string(policy.max_size)});
+    auto items = (*conn)->exec(sql::admission::take_batch_items,
+                               {def.name, std::to_string(policy.max_size)});
     if (!items) return fail(items.error());
     if (items->empty()) break;
     const auto order = by_id(*items);
@@ -250,13 +209,8 @@ Result<int> fire_batches(store::Pool& pool, const WorkflowDef& def) {
     if (!id) return fail(id.error());
     if (!*id) return fail(Error::internal("a batch run without a workflow id was not created"));
     // Keyed items stay, pointing at their run (the dedupe record); the rest go.
-    auto taken = (*conn)->exec_pipeline(
-        {{"UPDATE harvest_batch_items SET fired_execution = $2::uuid WHERE id IN (SELECT "
-          "jsonb_array_elements_text($1::jsonb)::bigint) AND workflow_id IS NOT NULL",
-          {ids.dump(), **id}},
-         {"DELETE FROM harvest_batch_items WHERE id IN (SELECT "
-          "jsonb_array_elements_text($1::jsonb)::bigint) AND workflow_id IS NULL",
-          {ids.dump()}}});
+    auto taken = (*conn)->exec_pipeline({{sql::admission::mark_batch_fired, {ids.dump(), **id}},
+                                         {sql::admission::drop_fired_batch_items, {ids.dump()}}});
     if (!taken) return fail(taken.error());
     if (auto c = tx->commit(); !c) return fail(c.error());
     ++created;

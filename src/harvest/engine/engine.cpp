@@ -11,6 +11,7 @@
 #include <harvest/common/strings.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/engine/execution_store.hpp>
+#include <harvest/engine/sql/shard.hpp>
 #include <harvest/engine/work_signal.hpp>
 #include <harvest/store/conninfo.hpp>
 #include <harvest/store/dev_cluster.hpp>
@@ -276,7 +277,7 @@ Status Engine::probe_shard(size_t shard, bool writes) {
     // A session's transaction_read_only is on on a standby and on a primary
     // set read-only (default_transaction_read_only, as a failover in
     // progress fences it): it answers, but a writer must keep waiting.
-    auto r = (*conn)->exec("SELECT current_setting('transaction_read_only') = 'on' AS read_only");
+    auto r = (*conn)->exec(sql::shard::read_only);
     if (!r) return fail(r.error());
     if (writes && r->rows() == 1 && r->get_bool(0, "read_only")) {
       return fail(Error::unavailable(

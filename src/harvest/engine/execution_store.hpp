@@ -16,7 +16,10 @@
 // carries the fence and takes effect only while that row names the token, so
 // a worker whose lease lapsed and was taken over can never write again. A
 // held run keeps the status it was claimed in (pending or waiting) on its
-// execution row; readers show it as running (HARVEST_SHOWN_STATUS).
+// execution row; readers show it as running
+// (sql/fragments/shown_status.sql).
+//
+// The statements themselves are files under sql/ (see sql/README.md).
 #pragma once
 
 #include <chrono>
@@ -30,55 +33,7 @@
 #include <harvest/engine/types.hpp>
 #include <harvest/store/pg.hpp>
 
-// The closed statuses as an SQL list, for `status IN ...` (see
-// is_closed_status in types.hpp).
-#define HARVEST_CLOSED_STATUSES "('completed', 'failed', 'cancelled', 'terminated')"
-
-// A run's status as readers see it, for the execution row `e` (an SQL
-// expression): a pending or waiting run with a lease is running.
-#define HARVEST_SHOWN_STATUS(e)                                                           \
-  "(CASE WHEN " e                                                                         \
-  ".status IN ('pending', 'waiting') AND " HARVEST_HAS_LEASE(e) " THEN 'running' ELSE " e \
-                                                                ".status END)"
-
-// Whether the execution row `e` has a lease, as a scalar subquery: one
-// index probe per row, whatever the plan. (PostgreSQL may run an EXISTS as
-// a hashed subplan or a join that reads the whole lease table, and that
-// table churns: a lease lives from claim to outcome, so between vacuums it
-// is mostly dead rows.)
-#define HARVEST_HAS_LEASE(e) \
-  "((SELECT true FROM harvest_run_leases hl WHERE hl.execution_id = " e ".id) IS NOT NULL)"
-
-// Opens a fenced outcome ($1 = execution id, $2 = lease token) as two CTEs:
-// `w` locks the execution row, then `held` deletes the lease if the token
-// still holds it (one row, `held_id`, or none). The outcome's UPDATE of the
-// execution row joins `held`. Every writer that takes both locks takes the
-// execution row's first, so none waits for the other in reverse.
-#define HARVEST_HELD_CTES                                                                     \
-  "w AS (SELECT id FROM harvest_workflow_executions WHERE id = $1::uuid FOR NO KEY UPDATE), " \
-  "held AS (DELETE FROM harvest_run_leases WHERE execution_id = (SELECT id FROM w) "          \
-  "AND lease_owner = $2 RETURNING execution_id AS held_id) "
-
 namespace harvest::engine {
-
-// The fence a write of a run's history carries, as a locking read of its
-// lease ($1 = execution id, $2 = lease token): one row (`id`) while the token
-// holds the run. FOR KEY SHARE holds off a takeover (it changes the token, a
-// unique key) and the lease's deletion until the write commits, and never a
-// renewal (which changes only the expiry).
-inline constexpr const char* kLeaseFence =
-    "SELECT execution_id AS id FROM harvest_run_leases WHERE execution_id = $1::uuid AND "
-    "lease_owner = $2 FOR KEY SHARE";
-
-// Deletes the leases of runs this transaction closed (or any closed run):
-// a terminate runs it as its second statement, whose snapshot sees a lease a
-// claim committed while the terminate waited for the execution row. Locks in
-// execution id order, as renewals do.
-inline constexpr const char* kDropClosedLeases =
-    "WITH d AS (SELECT l.execution_id FROM harvest_run_leases l JOIN harvest_workflow_executions e "
-    "  ON e.id = l.execution_id WHERE e.status IN " HARVEST_CLOSED_STATUSES
-    "  ORDER BY l.execution_id FOR UPDATE OF l) "
-    "DELETE FROM harvest_run_leases l USING d WHERE l.execution_id = d.execution_id";
 
 // One execution to create: the row (which is its WorkflowStarted event too)
 // and, when `idempotency_key` is set, its start-idempotency claim.
@@ -203,21 +158,19 @@ class ExecutionStore {
 
   // ---- starts (execution_store_starts.cpp) ---------------------------------
 
-  // Group commit of immediate starts: all of `items` in one implicit
-  // transaction of one round trip. Per item, in order: a key already claimed
-  // (and not expired) resolves to the run holding it; else a workflow_id that
-  // names a run resolves to it (the key is not recorded there: a run holds
-  // the key of the start that created it); else the execution is created,
-  // holding the key until `window` has passed (a key whose window lapsed is
-  // released from its old run first, in a second round trip). Duplicated keys within the batch
-  // resolve to the first item's outcome. The outer error is the batch's (nothing was written); an
-  // inner error belongs to its item alone. `window`: how long a key's claim lasts. `notify`: also
-  // NOTIFY harvest_work (kWorkChannel) in the same transaction, so other processes' workers wake as
-  // it commits. `refuse_collisions`: a batch in which any item meets a
-  // coordinate collision (its key held by a run recorded from another
-  // record) commits nothing; a second, rolled-back round trip then finds
-  // which items collided (`collision`, with the run holding the key) and
-  // marks every other item `withheld`. Costs nothing while no item collides.
+  // Group commit of immediate starts: all of `items` in one implicit transaction of one round
+  // trip. Per item, in order: a key already claimed (and not expired) resolves to the run holding
+  // it; else a workflow_id that names a run resolves to it (the key is not recorded there: a run
+  // holds the key of the start that created it); else the execution is created, holding the key
+  // until `window` has passed (a key whose window lapsed is released from its old run first, in a
+  // second round trip). Duplicated keys within the batch resolve to the first item's outcome. The
+  // outer error is the batch's (nothing was written); an inner error belongs to its item alone.
+  // `window`: how long a key's claim lasts. `notify`: also NOTIFY harvest_work
+  // (sql/work/notify.sql) in the same transaction, so other processes' workers wake as it
+  // commits. `refuse_collisions`: a batch in which any item meets a coordinate collision (its key
+  // held by a run recorded from another record) commits nothing; a second, rolled-back round trip
+  // then finds which items collided (`collision`, with the run holding the key) and marks every
+  // other item `withheld`. Costs nothing while no item collides.
   [[nodiscard]] Result<std::vector<Result<StoredStart>>> start_batch(
       std::span<const NewExecution> items, std::chrono::seconds window, bool notify,
       bool refuse_collisions = false);

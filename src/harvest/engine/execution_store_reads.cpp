@@ -5,36 +5,18 @@
 #include <algorithm>
 
 #include <harvest/engine/execution_store.hpp>
+#include <harvest/engine/sql/reads.hpp>
 
 namespace harvest::engine {
 
-namespace {
-
-constexpr const char* kIsoUtc = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
-
-}  // namespace
-
 Result<bool> ExecutionStore::exists(const std::string& execution_id) {
-  auto r =
-      conn_.exec("SELECT 1 FROM harvest_workflow_executions WHERE id = $1::uuid", {execution_id});
+  auto r = conn_.exec(sql::reads::exists, {execution_id});
   if (!r) return fail(r.error());
   return !r->empty();
 }
 
 Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& execution_id) {
-  auto r = conn_.exec(
-      fmt::format(
-          "SELECT e.id, e.workflow_name, e.workflow_id, " HARVEST_SHOWN_STATUS(
-              "e") " AS status, e.input::text AS input, e.output::text AS "
-                   "output, e.error, e.start_source, e.start_source_ref, e.start_trace::text AS "
-                   "start_trace, e.attempt, e.run_no, NOT e.superseded AS current, l.lease_owner, "
-                   "to_char(l.lease_expires_at AT TIME ZONE 'UTC', {0}) AS lease_expires, "
-                   "to_char(e.created_at AT TIME ZONE 'UTC', {0}) AS created, "
-                   "to_char(e.completed_at AT TIME ZONE 'UTC', {0}) AS completed "
-                   "FROM harvest_workflow_executions e LEFT JOIN harvest_run_leases l "
-                   "ON l.execution_id = e.id WHERE e.id = $1::uuid",
-          kIsoUtc),
-      {execution_id});
+  auto r = conn_.exec(sql::reads::execution, {execution_id});
   if (!r) return fail(r.error());
   if (r->empty()) return std::optional<ExecutionView>{};
   ExecutionView v;
@@ -59,12 +41,7 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
   }
   v.created_at = r->get(0, "created");
   v.completed_at = r->get_opt(0, "completed");
-  auto ev =
-      conn_.exec(fmt::format("SELECT id, op_seq, kind, name, payload::text AS payload, "
-                             "to_char(created_at AT TIME ZONE 'UTC', {}) AS recorded "
-                             "FROM harvest_workflow_events WHERE execution_id = $1 ORDER BY id",
-                             kIsoUtc),
-                 {v.id});
+  auto ev = conn_.exec(sql::reads::history, {v.id});
   if (!ev) return fail(ev.error());
   for (int i = 0; i < ev->rows(); ++i) {
     HistoryEvent h;
@@ -111,30 +88,15 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
     v.history.insert(v.history.begin(), std::move(h));
   }
   if (v.workflow_id) {
-    auto runs = conn_.exec(
-        "SELECT count(*) AS runs, "
-        "(SELECT id::text FROM harvest_workflow_executions WHERE workflow_name = $1 AND "
-        "  workflow_id = $2 AND run_no < $3 ORDER BY run_no DESC LIMIT 1) AS previous, "
-        "(SELECT id::text FROM harvest_workflow_executions WHERE workflow_name = $1 AND "
-        "  workflow_id = $2 AND run_no > $3 ORDER BY run_no LIMIT 1) AS next "
-        "FROM harvest_workflow_executions WHERE workflow_name = $1 AND workflow_id = $2",
-        {v.workflow_name, *v.workflow_id, std::to_string(v.run_no)});
+    auto runs = conn_.exec(sql::reads::run_chain,
+                           {v.workflow_name, *v.workflow_id, std::to_string(v.run_no)});
     if (!runs) return fail(runs.error());
     v.runs = static_cast<int>(runs->get_int(0, "runs"));
     v.previous_run = runs->get_opt(0, "previous");
     v.next_run = runs->get_opt(0, "next");
   }
   // Unread: delivered, and no SignalReceived event of this run names it.
-  auto unread = conn_.exec(
-      fmt::format(
-          "SELECT s.id, s.name, s.payload::text AS payload, "
-          "to_char(s.created_at AT TIME ZONE 'UTC', {}) AS received "
-          "FROM harvest_signals s WHERE s.execution_id = $1::uuid AND NOT EXISTS ("
-          "  SELECT 1 FROM harvest_workflow_events ev WHERE ev.execution_id = s.execution_id "
-          "  AND ev.kind = 'SignalReceived' AND (ev.payload->>'signal_id')::bigint = s.id) "
-          "ORDER BY s.id LIMIT 100",
-          kIsoUtc),
-      {v.id});
+  auto unread = conn_.exec(sql::reads::unread_signals, {v.id});
   if (!unread) return fail(unread.error());
   for (int i = 0; i < unread->rows(); ++i) {
     v.unread_signals.push_back(UnreadSignal{.id = unread->get_int(i, "id"),
@@ -152,62 +114,32 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
   // with the name (and holds only named runs), so the statement names every
   // workflow that has a named run — read by a loose scan of that index, one
   // probe per name — and the id is then an index condition instead of a
-  // filter over every row.
+  // filter over every row (the *_by_id statements).
   const bool every_name = !filter.workflow && (filter.workflow_id || filter.workflow_id_prefix);
-  const std::string names =
-      every_name ? "AND workflow_name = ANY(ARRAY(WITH RECURSIVE names AS ("
-                   "  SELECT min(workflow_name) AS n FROM harvest_workflow_executions "
-                   "  WHERE workflow_id IS NOT NULL "
-                   "  UNION ALL SELECT (SELECT min(workflow_name) FROM "
-                   "  harvest_workflow_executions WHERE workflow_id IS NOT NULL AND "
-                   "  workflow_name > names.n) FROM names "
-                   "  WHERE n IS NOT NULL) SELECT n FROM names WHERE n IS NOT NULL)) "
-                 : "";
+  auto pick = [every_name](std::string_view named, std::string_view by_id) {
+    return every_name ? by_id : named;
+  };
   // The status as shown ($2), as conditions an index serves: a held run
   // (running) is found from the lease table, which holds only the runs in
   // flight; every other status reads harvest_executions_by_status in
   // creation order (migration 0019), except `completed`, the common one,
   // which walks the creation-time index.
-  std::string status;
+  std::string_view statement;
   if (!filter.status) {
-    status = "AND $2::text IS NULL ";
+    statement = pick(sql::reads::list_all, sql::reads::list_all_by_id);
   } else if (*filter.status == "running") {
-    status =
-        "AND $2::text = 'running' AND status IN ('pending', 'waiting') "
-        "AND id IN (SELECT execution_id FROM harvest_run_leases) ";
+    statement = pick(sql::reads::list_running, sql::reads::list_running_by_id);
   } else if (*filter.status == "pending" || *filter.status == "waiting") {
-    status = "AND status = $2 AND status <> 'completed' AND NOT " HARVEST_HAS_LEASE(
-        "harvest_workflow_executions") " ";
+    statement = pick(sql::reads::list_unheld, sql::reads::list_unheld_by_id);
   } else if (*filter.status == "completed") {
-    status = "AND status = $2 ";
+    statement = pick(sql::reads::list_completed, sql::reads::list_completed_by_id);
   } else {
-    status = "AND status = $2 AND status <> 'completed' ";
+    statement = pick(sql::reads::list_status, sql::reads::list_status_by_id);
   }
-  constexpr const char* kList = R"sql(
-    SELECT id, workflow_name, workflow_id, {shown} AS status, start_source, start_source_ref,
-      attempt, (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,
-      to_char(created_at AT TIME ZONE 'UTC', {iso}) AS created,
-      to_char(completed_at AT TIME ZONE 'UTC', {iso}) AS completed
-    FROM harvest_workflow_executions
-    WHERE ($1::text IS NULL OR workflow_name = $1) {status}
-      AND ($3::text IS NULL OR start_source = $3)
-      AND ($7::text IS NULL OR workflow_id = $7)
-      AND ($8::text IS NULL OR starts_with(workflow_id, $8))
-      AND ($9::text IS NULL OR start_source_ref = $9)
-      AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz)
-      AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz)
-      {names}
-      -- The cursor as a row comparison on (created_at, id), which the
-      -- creation-time indexes serve; microseconds are exact.
-      AND ($4::bigint IS NULL OR (created_at, id) <
-           ('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $5::uuid))
-    ORDER BY created_at DESC, id DESC LIMIT $6)sql";
-  auto r = conn_.exec(
-      fmt::format(kList, fmt::arg("shown", HARVEST_SHOWN_STATUS("harvest_workflow_executions")),
-                  fmt::arg("iso", kIsoUtc), fmt::arg("status", status), fmt::arg("names", names)),
-      {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
-       std::to_string(limit), filter.workflow_id, filter.workflow_id_prefix,
-       filter.start_source_ref, filter.since, filter.until});
+  auto r = conn_.exec(statement,
+                      {filter.workflow, filter.status, filter.start_source, cursor_us, cursor_id,
+                       std::to_string(limit), filter.workflow_id, filter.workflow_id_prefix,
+                       filter.start_source_ref, filter.since, filter.until});
   if (!r) return fail(r.error());
   std::vector<ListedExecution> out;
   for (int i = 0; i < r->rows(); ++i) {
@@ -229,40 +161,20 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
 }
 
 Result<long long> ExecutionStore::runnable_count() {
-  auto r = conn_.exec(
-      "SELECT count(*) FROM harvest_workflow_executions e WHERE e.status IN ('pending', 'waiting') "
-      "AND e.run_after <= now() AND NOT " HARVEST_HAS_LEASE("e"));
+  auto r = conn_.exec(sql::reads::runnable_count);
   if (!r) return fail(r.error());
   return std::stoll(r->get(0, 0));
 }
 
 Status ExecutionStore::overview(RunOverview& into) {
-  // Counted by stored status, then the held runs (a lease row each, few)
-  // move from pending or waiting to running: one statement, one snapshot,
-  // and no lease probe per row.
-  auto counts = conn_.exec(R"sql(
-    WITH held AS (
-      SELECT e.workflow_name, e.status FROM harvest_run_leases l
-      JOIN harvest_workflow_executions e ON e.id = l.execution_id
-      WHERE e.status IN ('pending', 'waiting'))
-    SELECT workflow_name, status, sum(n)::bigint AS n FROM (
-      SELECT workflow_name, status, count(*) AS n FROM harvest_workflow_executions GROUP BY 1, 2
-      UNION ALL SELECT workflow_name, status, -count(*) FROM held GROUP BY 1, 2
-      UNION ALL SELECT workflow_name, 'running', count(*) FROM held GROUP BY 1) c
-    GROUP BY 1, 2 HAVING sum(n) > 0)sql");
+  auto counts = conn_.exec(sql::reads::overview_counts);
   if (!counts) return fail(counts.error());
   for (int i = 0; i < counts->rows(); ++i) {
     into.runs.push_back(RunOverview::Count{.workflow = counts->get(i, "workflow_name"),
                                            .status = counts->get(i, "status"),
                                            .count = counts->get_int(i, "n")});
   }
-  // Both windows read an index (created_at; completed_at, closed runs).
-  auto recent = conn_.exec(
-      "SELECT (SELECT count(*) FROM harvest_workflow_executions WHERE created_at > now() - "
-      "  $1 * interval '1 second') AS started, "
-      "(SELECT count(*) FROM harvest_workflow_executions WHERE completed_at > now() - "
-      "  $1 * interval '1 second' AND status IN " HARVEST_CLOSED_STATUSES ") AS completed",
-      {std::to_string(into.window.count())});
+  auto recent = conn_.exec(sql::reads::overview_recent, {std::to_string(into.window.count())});
   if (!recent) return fail(recent.error());
   into.started += recent->get_int(0, "started");
   into.completed += recent->get_int(0, "completed");
@@ -270,27 +182,7 @@ Status ExecutionStore::overview(RunOverview& into) {
 }
 
 Result<std::vector<MinuteActivity>> ExecutionStore::activity(long long since) {
-  // Starts from the creation-time index; outcomes from the closed runs'
-  // completion-time index, grouped by minute in one pass each.
-  auto r = conn_.exec(R"sql(
-    WITH m AS (
-      SELECT generate_series(date_trunc('minute', to_timestamp($1::bigint)),
-                             date_trunc('minute', now()), interval '1 minute') AS at),
-    s AS (
-      SELECT date_trunc('minute', created_at) AS at, count(*) AS n
-      FROM harvest_workflow_executions
-      WHERE created_at >= date_trunc('minute', to_timestamp($1::bigint)) GROUP BY 1),
-    c AS (
-      SELECT date_trunc('minute', completed_at) AS at,
-             count(*) FILTER (WHERE status = 'completed') AS done,
-             count(*) FILTER (WHERE status = 'failed') AS failed
-      FROM harvest_workflow_executions
-      WHERE completed_at >= date_trunc('minute', to_timestamp($1::bigint))
-        AND status IN ('completed', 'failed', 'cancelled', 'terminated') GROUP BY 1)
-    SELECT extract(epoch FROM m.at)::bigint AS minute, coalesce(s.n, 0) AS started,
-           coalesce(c.done, 0) AS completed, coalesce(c.failed, 0) AS failed
-    FROM m LEFT JOIN s ON s.at = m.at LEFT JOIN c ON c.at = m.at ORDER BY m.at)sql",
-                      {std::to_string(since)});
+  auto r = conn_.exec(sql::reads::activity, {std::to_string(since)});
   if (!r) return fail(r.error());
   std::vector<MinuteActivity> out;
   for (int i = 0; i < r->rows(); ++i) {
@@ -305,16 +197,7 @@ Result<std::vector<MinuteActivity>> ExecutionStore::activity(long long since) {
 Result<std::vector<std::pair<long long, EngineDeadLetter>>> ExecutionStore::dead_letters(
     size_t limit, const std::optional<std::string>& cursor_us,
     const std::optional<std::string>& cursor_id) {
-  auto r = conn_.exec(fmt::format(R"sql(
-    SELECT execution_id, workflow_name, workflow_id, reason, error, attempts,
-      (extract(epoch FROM failed_at) * 1000000)::bigint AS failed_us,
-      to_char(failed_at AT TIME ZONE 'UTC', {}) AS failed
-    FROM harvest_engine_dead_letters WHERE replayed_at IS NULL
-      AND ($2::bigint IS NULL OR (failed_at, execution_id) <
-           ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid))
-    ORDER BY failed_at DESC, execution_id DESC LIMIT $1)sql",
-                                  kIsoUtc),
-                      {std::to_string(limit), cursor_us, cursor_id});
+  auto r = conn_.exec(sql::reads::dead_letters, {std::to_string(limit), cursor_us, cursor_id});
   if (!r) return fail(r.error());
   std::vector<std::pair<long long, EngineDeadLetter>> out;
   for (int i = 0; i < r->rows(); ++i) {
@@ -331,24 +214,13 @@ Result<std::vector<std::pair<long long, EngineDeadLetter>>> ExecutionStore::dead
 }
 
 Status ExecutionStore::replay_dead_letter(const std::string& execution_id) {
-  auto marked = conn_.exec(
-      "UPDATE harvest_engine_dead_letters SET replayed_at = now() "
-      "WHERE execution_id = $1::uuid AND replayed_at IS NULL RETURNING execution_id",
-      {execution_id});
+  auto marked = conn_.exec(sql::reads::replay_mark, {execution_id});
   if (!marked) return fail(marked.error());
   if (marked->empty()) {
     return fail(Error::not_found(fmt::format(
         "execution {} is not in the dead letters (or was already replayed)", execution_id)));
   }
-  // Recorded steps stay: the replayed run resumes after the last one.
-  auto reset = conn_.exec(
-      "WITH r AS (UPDATE harvest_workflow_executions SET status = 'pending', attempt = 1, "
-      "error = NULL, output = NULL, completed_at = NULL, crash_count = 0, run_after = now(), "
-      "updated_at = now() "
-      "WHERE id = $1::uuid AND status = 'failed' RETURNING id) "
-      "INSERT INTO harvest_workflow_events (execution_id, kind) SELECT id, 'Replayed' FROM r "
-      "RETURNING execution_id",
-      {execution_id});
+  auto reset = conn_.exec(sql::reads::replay_reset, {execution_id});
   if (!reset) return fail(reset.error());
   if (reset->empty()) {
     return fail(Error::conflict(fmt::format("execution {} is no longer failed", execution_id)));
@@ -359,32 +231,18 @@ Status ExecutionStore::replay_dead_letter(const std::string& execution_id) {
 Result<long long> ExecutionStore::purge_terminal(const std::optional<std::string>& workflow,
                                                  const std::vector<std::string>& except,
                                                  std::chrono::seconds age) {
-  // Events, signals, dead letters and fired batch items go with their
+  // Events, signals, dead letters, fired batch items and leases go with their
   // execution, in the same statement (no foreign keys: schema v2).
-  constexpr const char* kPurge =
-      "WITH gone AS (DELETE FROM harvest_workflow_executions WHERE {} AND status "
-      "IN " HARVEST_CLOSED_STATUSES
-      " AND completed_at < now() - $2 * interval '1 second' "
-      // A run holding its start's key stays until the key's window lapses.
-      " AND (key_expires_at IS NULL OR key_expires_at <= now()) RETURNING id), "
-      "events AS (DELETE FROM harvest_workflow_events WHERE execution_id IN "
-      "  (SELECT id FROM gone)), "
-      "signals AS (DELETE FROM harvest_signals WHERE execution_id IN (SELECT id FROM gone)), "
-      "letters AS (DELETE FROM harvest_engine_dead_letters WHERE execution_id IN "
-      "  (SELECT id FROM gone)), "
-      "items AS (DELETE FROM harvest_batch_items WHERE fired_execution IN (SELECT id FROM gone)), "
-      "leases AS (DELETE FROM harvest_run_leases WHERE execution_id IN (SELECT id FROM gone)) "
-      "SELECT count(*) AS purged FROM gone";
-  auto r = workflow ? conn_.exec(fmt::format(kPurge, "workflow_name = $1"),
-                                 {*workflow, std::to_string(age.count())})
-                    : conn_.exec(fmt::format(kPurge, "workflow_name <> ALL($1::text[])"),
-                                 {text_array(except), std::to_string(age.count())});
+  auto r =
+      workflow
+          ? conn_.exec(sql::reads::purge_workflow, {*workflow, std::to_string(age.count())})
+          : conn_.exec(sql::reads::purge_except, {text_array(except), std::to_string(age.count())});
   if (!r) return fail(r.error());
   return r->get_int(0, "purged");
 }
 
 Result<long long> ExecutionStore::purge_expired_claims() {
-  auto r = conn_.exec("DELETE FROM harvest_start_claims WHERE expires_at <= now()");
+  auto r = conn_.exec(sql::reads::purge_expired_claims);
   if (!r) return fail(r.error());
   return r->affected();
 }

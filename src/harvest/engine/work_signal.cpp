@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include <harvest/common/log.hpp>
+#include <harvest/engine/sql/work.hpp>
 #include <harvest/engine/work_signal.hpp>
 #include <harvest/store/pg.hpp>
 
@@ -55,7 +56,7 @@ void WorkListener::listen_loop(const std::string& url, std::stop_token stop) {
   while (!stop.stop_requested()) {
     auto conn = store::Connection::open(url);
     if (conn) {
-      if (auto l = (*conn)->exec(std::string("LISTEN ") + kWorkChannel); !l) conn = fail(l.error());
+      if (auto l = (*conn)->exec(sql::work::listen); !l) conn = fail(l.error());
     }
     if (!conn) {
       log::debug("work listener cannot listen ({}); retrying in {} ms", conn.error().describe(),

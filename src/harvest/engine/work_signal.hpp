@@ -20,9 +20,6 @@
 
 namespace harvest::engine {
 
-// The NOTIFY channel of runnable work.
-inline constexpr const char* kWorkChannel = "harvest_work";
-
 // Thread-safe.
 class WorkSignal {
  public:

@@ -14,6 +14,7 @@
 #include <harvest/engine/execution_store.hpp>
 #include <harvest/engine/history_writer.hpp>
 #include <harvest/engine/run_state.hpp>
+#include <harvest/engine/sql/work.hpp>
 #include <harvest/engine/work_signal.hpp>
 #include <harvest/engine/worker.hpp>
 
@@ -361,7 +362,7 @@ void Worker::execute(Claimed c) {
       w.engine_.work_signal().notify();
       if (!w.config_.listen) return;
       if (auto conn = w.engine_.pool(shard).acquire()) {
-        (void)(*conn)->exec("SELECT pg_notify('harvest_work', '')");
+        (void)(*conn)->exec(sql::work::notify);
       }
     }
   } wake{*this, shard, def->options.concurrency.has_value()};

@@ -5,29 +5,18 @@
 #include <harvest/common/log.hpp>
 #include <harvest/store/migrations.hpp>
 #include <harvest/store/pg.hpp>
+#include <harvest/store/sql/migrations.hpp>
 
 namespace harvest::store {
 
 namespace {
 
-constexpr const char* kLedgerDdl = R"sql(
-CREATE TABLE IF NOT EXISTS harvest_schema_migrations (
-  set_name   text        NOT NULL,
-  version    integer     NOT NULL,
-  name       text        NOT NULL,
-  applied_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (set_name, version)
-))sql";
-
-// Arbitrary constant: the advisory lock key serialising migration runs.
-constexpr const char* kLockKey = "7262917731";
-
 Result<std::set<std::pair<std::string, int>>> applied(Connection& conn) {
-  auto exists = conn.exec("SELECT to_regclass('harvest_schema_migrations') IS NOT NULL AS present");
+  auto exists = conn.exec(sql::migrations::ledger_exists);
   if (!exists) return fail(exists.error());
   std::set<std::pair<std::string, int>> out;
   if (!exists->get_bool(0, "present")) return out;
-  auto rows = conn.exec("SELECT set_name, version FROM harvest_schema_migrations");
+  auto rows = conn.exec(sql::migrations::applied);
   if (!rows) return fail(rows.error());
   for (int i = 0; i < rows->rows(); ++i) {
     out.emplace(rows->get(i, "set_name"), static_cast<int>(rows->get_int(i, "version")));
@@ -65,10 +54,10 @@ Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
   while (true) {
     auto tx = Transaction::begin(conn);
     if (!tx) return fail(tx.error());
-    if (auto r = conn.exec(fmt::format("SELECT pg_advisory_xact_lock({})", kLockKey)); !r) {
+    if (auto r = conn.exec(sql::migrations::lock); !r) {
       return fail(r.error());
     }
-    if (auto r = conn.exec(kLedgerDdl); !r) return fail(r.error());
+    if (auto r = conn.exec(sql::migrations::create_ledger); !r) return fail(r.error());
     auto pending = pending_migrations(conn, sets);
     if (!pending) return fail(pending.error());
     if (pending->empty()) {
@@ -88,9 +77,7 @@ Result<std::vector<PendingMigration>> apply_migrations(Connection& conn,
                         fmt::format("migration {} failed: {}", p.label(), r.error().message),
                         r.error().detail, r.error().retry});
     }
-    auto rec = conn.exec(
-        "INSERT INTO harvest_schema_migrations (set_name, version, name) VALUES ($1, $2, $3)",
-        {p.set_name, std::to_string(p.version), p.name});
+    auto rec = conn.exec(sql::migrations::record, {p.set_name, std::to_string(p.version), p.name});
     if (!rec) return fail(rec.error());
     if (auto c = tx->commit(); !c) return fail(c.error());
     log::info("applied migration {}", p.label());

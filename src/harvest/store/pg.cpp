@@ -11,6 +11,7 @@
 #include <harvest/common/log.hpp>
 #include <harvest/store/pg.hpp>
 #include <harvest/store/pg_error.hpp>
+#include <harvest/store/sql/session.hpp>
 
 namespace harvest::store {
 
@@ -116,7 +117,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url,
   // Prepared statements skip parsing, but are planned on every execution: a
   // cached generic plan made while a table was small (a fresh deployment)
   // would keep scanning it whole as it grows.
-  PGresult* set = PQexec(c, "SET plan_cache_mode = force_custom_plan");
+  PGresult* set = PQexec(c, std::string(sql::session::custom_plans).c_str());
   const bool ok = PQresultStatus(set) == PGRES_COMMAND_OK;
   PQclear(set);
   if (!ok) {
@@ -146,7 +147,8 @@ bool Connection::in_transaction() const {
   return s == PQTRANS_INTRANS || s == PQTRANS_INERROR || s == PQTRANS_ACTIVE;
 }
 
-Result<PgResult> Connection::exec(const std::string& sql, const Params& params) {
+Result<PgResult> Connection::exec(std::string_view text, const Params& params) {
+  const std::string sql(text);
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
@@ -165,8 +167,8 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   // transaction may run on another server session), and the planner
   // settings below are set for the pipeline's transaction only.
   const bool prepare = owned_ && !pooled_;
-  if (statements.size() == 1 && !(statements.front().prepared && prepare) &&
-      !(pooled_ && statements.front().keyed_plan)) {
+  if (statements.size() == 1 && !(statements.front().prepared() && prepare) &&
+      !(pooled_ && statements.front().keyed())) {
     auto r = exec(statements.front().sql, statements.front().params);
     if (!r) return fail(r.error());
     return std::vector<PgResult>{std::move(*r)};
@@ -176,30 +178,22 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   if (PQenterPipelineMode(conn_) != 1) {
     return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
   }
-  // keyed_plan statements run between two set_config calls (results
+  // Plan::kKeyed statements run between two set_config calls (results
   // dropped). SET is transactional: if the pipeline's transaction aborts
   // before the second call, the first is undone with it.
-  static const Statement kKeyedOn{
-      "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), "
-      "set_config('enable_seqscan', 'off', false)",
-      {},
-      true};
-  static const Statement kKeyedOff{
-      "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), "
-      "set_config('enable_seqscan', 'on', false)",
-      {},
-      true};
+  static const Statement kKeyedOn{sql::session::keyed_on, {}, Plan::kPrepared};
+  static const Statement kKeyedOff{sql::session::keyed_off, {}, Plan::kPrepared};
   // The pooled forms: local to the pipeline's transaction (implicit, or the
   // caller's), so they never outlive it on a shared server session.
-  static const Statement kKeyedOnLocal{"SELECT set_config('enable_seqscan', 'off', true)", {}};
-  static const Statement kKeyedOffLocal{"SELECT set_config('enable_seqscan', 'on', true)", {}};
+  static const Statement kKeyedOnLocal{sql::session::keyed_on_local, {}};
+  static const Statement kKeyedOffLocal{sql::session::keyed_off_local, {}};
   const Statement& keyed_on = pooled_ ? kKeyedOnLocal : kKeyedOn;
   const Statement& keyed_off = pooled_ ? kKeyedOffLocal : kKeyedOff;
   std::vector<const Statement*> sends;
   std::vector<bool> injected;
   bool keyed = false;
   for (const auto& st : statements) {
-    const bool want = owned_ && st.prepared && st.keyed_plan;
+    const bool want = owned_ && st.keyed();
     if (want != keyed) {
       sends.push_back(want ? &keyed_on : &keyed_off);
       injected.push_back(true);
@@ -223,7 +217,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
     values.reserve(st.params.size());
     for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
     int sent = 0;
-    if (st.prepared && prepare) {
+    if (st.prepared() && prepare) {
       auto it = prepared_.find(st.sql);
       if (it == prepared_.end()) {
         std::string name = "harvest_" + std::to_string(next_prepared_++);
@@ -315,14 +309,14 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   return out;
 }
 
-Result<PgResult> Connection::exec_prepared(const std::string& sql, const Params& params) {
-  auto r = exec_pipeline({Statement{sql, params, true}});
+Result<PgResult> Connection::exec_prepared(std::string_view sql, const Params& params) {
+  auto r = exec_pipeline({Statement{sql, params, Plan::kPrepared}});
   if (!r) return fail(r.error());
   return std::move(r->front());
 }
 
-Result<PgResult> Connection::exec_keyed(const std::string& sql, const Params& params) {
-  auto r = exec_pipeline({Statement{sql, params, true, true}});
+Result<PgResult> Connection::exec_keyed(std::string_view sql, const Params& params) {
+  auto r = exec_pipeline({Statement{sql, params, Plan::kKeyed}});
   if (!r) return fail(r.error());
   return std::move(r->front());
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <harvest/common/error.hpp>
@@ -21,20 +22,31 @@ namespace harvest::store {
 using Param = std::optional<std::string>;
 using Params = std::vector<Param>;
 
-// One statement of a pipeline.
-struct Statement {
-  std::string sql;
-  Params params;
-  // Prepare once per connection and reuse (parsed once, planned on each
+// How a statement is parsed and planned.
+enum class Plan {
+  // Parsed and planned on each execution.
+  kAdHoc,
+  // Prepared once per connection and reused (parsed once, planned on each
   // execution: harvest's sessions run with plan_cache_mode =
   // force_custom_plan): for the hot, fixed statements of the durable path.
-  bool prepared = false;
-  // Planned once per session and reused (a generic plan, made with
-  // sequential scans disabled), for a prepared statement that reaches rows
-  // only through unique keys: no table size makes a scan right for it, and
-  // planning it on every execution cost as much as running it. Other
-  // statements of the pipeline are planned as usual.
-  bool keyed_plan = false;
+  kPrepared,
+  // Prepared, and planned once per session and reused (a generic plan, made
+  // with sequential scans disabled), for a statement that reaches rows only
+  // through unique keys: no table size makes a scan right for it, and planning
+  // it on every execution cost as much as running it. Other statements of the
+  // pipeline are planned as usual.
+  kKeyed,
+};
+
+// One statement of a pipeline.
+struct Statement {
+  Statement(std::string_view text, Params p = {}, Plan how = Plan::kAdHoc)
+      : sql(text), params(std::move(p)), plan(how) {}
+  std::string sql;
+  Params params;
+  Plan plan;
+  [[nodiscard]] bool prepared() const { return plan != Plan::kAdHoc; }
+  [[nodiscard]] bool keyed() const { return plan == Plan::kKeyed; }
 };
 
 // A query result. Rows/columns are addressed by index or column name.
@@ -77,7 +89,7 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  [[nodiscard]] Result<PgResult> exec(const std::string& sql, const Params& params = {});
+  [[nodiscard]] Result<PgResult> exec(std::string_view sql, const Params& params = {});
   // Sends `statements` in one round trip (libpq pipeline mode) and returns
   // their results in order. Outside a transaction block they run as one
   // implicit transaction, committed together at the end (or not at all):
@@ -86,9 +98,9 @@ class Connection {
   [[nodiscard]] Result<std::vector<PgResult>> exec_pipeline(
       const std::vector<Statement>& statements);
   // exec() of a statement prepared once per session (see Statement).
-  [[nodiscard]] Result<PgResult> exec_prepared(const std::string& sql, const Params& params = {});
-  // exec_prepared() of a keyed_plan statement (see Statement).
-  [[nodiscard]] Result<PgResult> exec_keyed(const std::string& sql, const Params& params = {});
+  [[nodiscard]] Result<PgResult> exec_prepared(std::string_view sql, const Params& params = {});
+  // exec_prepared() of a Plan::kKeyed statement (see Statement).
+  [[nodiscard]] Result<PgResult> exec_keyed(std::string_view sql, const Params& params = {});
   // Waits up to `timeout` for a notification on a channel this connection
   // LISTENs to. true: at least one arrived (all pending ones are consumed).
   // Errors: transient when the connection broke.

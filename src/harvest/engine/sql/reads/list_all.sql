@@ -1,0 +1,13 @@
+-- A page of runs, any status.
+-- $1: workflow name, $2: null (no status filter),
+-- $3: start source, $4: cursor's created_us (null: the first page),
+-- $5: cursor's execution id, $6: page size, $7: workflow id, $8: workflow
+-- id prefix, $9: start source ref, $10: created at or after, $11: created
+-- before; each filter null for none
+-- Returns `id`, `workflow_name`, `workflow_id`, `status` (as shown),
+-- `start_source`, `start_source_ref`, `attempt`, `created_us`, `created` and
+-- `completed`, newest first.
+\ir ../fragments/reads_list_head.sql
+  AND $2::text IS NULL
+\ir ../fragments/reads_list_filters.sql
+\ir ../fragments/reads_list_page.sql

@@ -1,0 +1,18 @@
+-- Requests a cooperative cancel of one chunk of the open runs matching a
+-- filter (those not yet asked), in id order, and records each; a pending or
+-- waiting run becomes runnable now. The caller repeats it until a chunk
+-- comes back short, so no transaction holds millions of runs.
+-- $1: workflow name or null, $2: status as shown or null, $3: reason,
+-- $4: who asked, $5: the chunk's size
+-- Returns `workflow_name` and `n`, the runs changed per workflow.
+WITH t AS (SELECT id FROM harvest_workflow_executions e WHERE
+\ir ../fragments/steer_open.sql
+  AND cancel_requested_at IS NULL ORDER BY id LIMIT $5 FOR NO KEY UPDATE),
+upd AS (UPDATE harvest_workflow_executions e SET cancel_requested_at = now(),
+  cancel_reason = $3, updated_at = now(), run_after = CASE WHEN e.status IN
+  ('pending', 'waiting') THEN LEAST(e.run_after, now()) ELSE e.run_after END
+  FROM t WHERE e.id = t.id RETURNING e.id, e.workflow_name),
+ev AS (INSERT INTO harvest_workflow_events (execution_id, kind, payload)
+  SELECT id, 'CancelRequested', jsonb_build_object('reason', $3::text,
+  'requested_by', $4::text) FROM upd)
+SELECT workflow_name, count(*) AS n FROM upd GROUP BY workflow_name
