@@ -30,8 +30,8 @@
 set -euo pipefail
 
 SVC_NAME=kafka
-# shellcheck source=scripts/services/_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PORT="${HARVEST_KAFKA_PORT:-19092}"
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "HARVEST_KAFKA_PORT must be a number, got '$PORT'"

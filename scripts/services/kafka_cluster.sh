@@ -31,8 +31,8 @@
 set -euo pipefail
 
 SVC_NAME=kafka-cluster
-# shellcheck source=scripts/services/_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 NODES=3
 PORT="${HARVEST_KAFKA_CLUSTER_PORT:-19192}"

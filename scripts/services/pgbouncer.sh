@@ -19,8 +19,8 @@
 set -euo pipefail
 
 SVC_NAME=pgbouncer
-# shellcheck source=scripts/services/_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PORT="${HARVEST_PGBOUNCER_PORT:-16432}"
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "HARVEST_PGBOUNCER_PORT must be a number, got '$PORT'"
@@ -30,10 +30,6 @@ POOL="${HARVEST_PGBOUNCER_POOL:-20}"
 MARKER=.harvest-pgbouncer
 PIDFILE="$STATE_DIR/pgbouncer.pid"
 LOGFILE="$STATE_DIR/pgbouncer.log"
-
-# as_pg: pgbouncer, like PostgreSQL, refuses to run as root.
-# shellcheck source=scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 ready() {
   psql -X -q -At "postgresql://harvest@127.0.0.1:$PORT/postgres" -c "SELECT 1" >/dev/null 2>&1
@@ -94,6 +90,7 @@ log_disconnections = 0
 INI
   [[ $(id -u) -eq 0 ]] && chown -R postgres:postgres "$STATE_DIR"
   log "starting pgbouncer (transaction pooling) on 127.0.0.1:$PORT -> PostgreSQL :$HARVEST_PG_PORT"
+  # as_pg: pgbouncer, like PostgreSQL, refuses to run as root.
   as_pg pgbouncer -d "$STATE_DIR/pgbouncer.ini" >/dev/null 2>&1 \
     || { tail -20 "$LOGFILE" >&2 || true; die "pgbouncer did not start"; }
   wait_ready

@@ -19,8 +19,8 @@
 set -euo pipefail
 
 SVC_NAME=sqs
-# shellcheck source=scripts/services/_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PORT="${HARVEST_SQS_PORT:-19324}"
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "HARVEST_SQS_PORT must be a number, got '$PORT'"

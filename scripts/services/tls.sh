@@ -34,8 +34,6 @@ set -euo pipefail
 
 SVC_NAME=tls
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=scripts/services/_common.sh
-source "$HERE/_common.sh"
 # shellcheck source=scripts/lib.sh
 source "$HERE/../lib.sh"
 

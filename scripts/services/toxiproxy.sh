@@ -32,8 +32,8 @@
 set -euo pipefail
 
 SVC_NAME=toxiproxy
-# shellcheck source=scripts/services/_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PORT="${HARVEST_TOXIPROXY_PORT:-8474}"
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "HARVEST_TOXIPROXY_PORT must be a number, got '$PORT'"
