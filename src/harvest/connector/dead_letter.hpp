@@ -42,8 +42,10 @@ struct DeadLetter {
   std::string stream;           ///< the binding's stream
   std::string coordinates;      ///< rendered
   std::string idempotency_key;  ///< the message's dedupe key
-  std::string reason;           ///< undecodable | start_rejected | mapping_rejected
-  std::string detail;           ///< what was wrong with it, for operators
+  /// undecodable | mapping_rejected | start_rejected | coordinate_collision
+  /// (connector_dlq::kReasons), as stored and shown.
+  std::string reason;
+  std::string detail;  ///< what was wrong with it, for operators
   /// Deliveries that failed before the message was dead-lettered: the strikes
   /// of a mapping_rejected message, 1 otherwise. Default 1.
   int attempts = 1;

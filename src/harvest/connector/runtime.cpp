@@ -13,7 +13,8 @@
 #include <harvest/connector/fingerprint.hpp>
 #include <harvest/connector/lag_sampler.hpp>
 #include <harvest/connector/runtime.hpp>
-#include <harvest/connector/runtime_mapped.hpp>
+#include <harvest/connector/runtime_impl.hpp>
+#include <harvest/connector/settlement.hpp>
 #include <harvest/connector/store_outage.hpp>
 #include <harvest/connector/strike_counter.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
@@ -30,12 +31,116 @@ std::optional<Ticket> ticket_for(CommitTracker& tracker, const Message& m) {
   return tracker.on_receive(at->partition, at->offset, m.generation);
 }
 
+// Adds a settlement's counts to the binding's counters and to the pass.
+void add_counts(metrics::MetricsRecorder& metrics, const std::string& binding,
+                const std::vector<Count>& counts, PassSummary& summary) {
+  for (const Count& c : counts) {
+    const std::string label(to_string(c.label));
+    const auto n = static_cast<double>(c.n);
+    switch (c.counter) {
+      case Counter::kDispatched:
+        metrics.increment(metrics::kConnectorDispatched, {{"source", binding}, {"outcome", label}},
+                          n);
+        summary.acked += c.n;
+        break;
+      case Counter::kDeadLettered:
+        metrics.increment(metrics::kConnectorDeadLettered, {{"source", binding}, {"reason", label}},
+                          n);
+        summary.dead_lettered += c.n;
+        break;
+      case Counter::kRetried:
+        metrics.increment(metrics::kConnectorRetried, {{"source", binding}, {"reason", label}}, n);
+        summary.retried += c.n;
+        break;
+    }
+  }
+}
+
 }  // namespace
+
+// ConnectorRuntime is the installed face of Impl (runtime_impl.hpp): every
+// call is forwarded, so the header carries no state.
 
 ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
                                    std::shared_ptr<EventSource> source, engine::Engine& engine,
                                    std::shared_ptr<metrics::MetricsRecorder> metrics,
                                    IdempotencyMode mode, ConnectorRuntimeConfig config)
+    : impl_(std::make_unique<Impl>(std::move(binding), std::move(source), engine,
+                                   std::move(metrics), mode, std::move(config))) {}
+
+ConnectorRuntime::~ConnectorRuntime() = default;
+
+ConnectorRuntime& ConnectorRuntime::with_dead_letter_sink(std::shared_ptr<DeadLetterSink> sink) {
+  impl_->sink_ = std::move(sink);
+  return *this;
+}
+
+ConnectorRuntime& ConnectorRuntime::with_replay_store(
+    std::shared_ptr<connector_dlq::DeadLetterStore> store) {
+  impl_->replays_ = std::move(store);
+  return *this;
+}
+
+Result<ReplaySummary> ConnectorRuntime::replay_requested() {
+  return impl_->replay_requested();
+}
+
+std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
+  return impl_->run_once();
+}
+
+Status ConnectorRuntime::run(std::stop_token stop) {
+  return impl_->run(std::move(stop));
+}
+
+IdempotencyMode ConnectorRuntime::idempotency_mode() const {
+  return impl_->mode_;
+}
+
+size_t ConnectorRuntime::stall_threshold() const {
+  return impl_->stall_threshold_;
+}
+
+const SourceBinding& ConnectorRuntime::binding() const {
+  return *impl_->binding_;
+}
+
+const CommitTracker& ConnectorRuntime::tracker() const {
+  return *impl_->tracker_;
+}
+
+const StrikeCounter& ConnectorRuntime::strikes() const {
+  return *impl_->strikes_;
+}
+
+bool ConnectorRuntime::store_unavailable() const {
+  return impl_->outage_->paused();
+}
+
+std::chrono::milliseconds ConnectorRuntime::store_probe_delay() const {
+  return impl_->outage_->probe_delay();
+}
+
+size_t ConnectorRuntime::held() const {
+  return impl_->outage_->held();
+}
+
+std::optional<std::string> ConnectorRuntime::collision_hold() const {
+  return impl_->collision_hold();
+}
+
+uint64_t ConnectorRuntime::recoveries() const {
+  return impl_->live_->rebuilds.load();
+}
+
+BindingStatus ConnectorRuntime::status() const {
+  return impl_->status();
+}
+
+ConnectorRuntime::Impl::Impl(std::shared_ptr<const SourceBinding> binding,
+                             std::shared_ptr<EventSource> source, engine::Engine& engine,
+                             std::shared_ptr<metrics::MetricsRecorder> metrics,
+                             IdempotencyMode mode, ConnectorRuntimeConfig config)
     : binding_(std::move(binding)),
       source_(std::move(source)),
       engine_(engine),
@@ -79,43 +184,14 @@ ConnectorRuntime::ConnectorRuntime(std::shared_ptr<const SourceBinding> binding,
   metrics_->increment(metrics::kConnectorCollisions, labels, 0);
 }
 
-ConnectorRuntime::~ConnectorRuntime() {
+ConnectorRuntime::Impl::~Impl() {
   lag_.reset();
   pool_.reset();
 }
 
-const CommitTracker& ConnectorRuntime::tracker() const {
-  return *tracker_;
-}
-
-const StrikeCounter& ConnectorRuntime::strikes() const {
-  return *strikes_;
-}
-
-bool ConnectorRuntime::store_unavailable() const {
-  return outage_->paused();
-}
-
-std::chrono::milliseconds ConnectorRuntime::store_probe_delay() const {
-  return outage_->probe_delay();
-}
-
-size_t ConnectorRuntime::held() const {
-  return outage_->held();
-}
-
-ConnectorRuntime& ConnectorRuntime::with_dead_letter_sink(std::shared_ptr<DeadLetterSink> sink) {
-  sink_ = std::move(sink);
-  return *this;
-}
-
-metrics::Labels ConnectorRuntime::labels(std::string key, std::string value) const {
-  return {{"source", binding_->name()}, {std::move(key), std::move(value)}};
-}
-
-ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const std::string& key,
-                                                      const std::string& reason,
-                                                      const std::string& detail, int attempts) {
+Dispatched ConnectorRuntime::Impl::poison(const Message& m, const std::string& key,
+                                          DeadLetterReason reason, const std::string& detail,
+                                          int attempts) {
   if (binding_->uses_broker_native_dead_letter()) {
     // The broker's redrive policy owns poison: hand it back promptly so the
     // receive count climbs to maxReceiveCount.
@@ -125,7 +201,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
                     .stream = binding_->stream(),
                     .coordinates = render(m.coordinates),
                     .idempotency_key = key,
-                    .reason = reason,
+                    .reason = std::string(to_string(reason)),
                     .detail = detail,
                     .attempts = attempts,
                     .payload = m.payload,
@@ -135,18 +211,18 @@ ConnectorRuntime::Dispatched ConnectorRuntime::poison(const Message& m, const st
                     .fingerprint = record_fingerprint(m)};
   if (auto w = sink_->write(letter); !w) {
     // The sink lives in the store: an outage holds the message like any other.
-    if (is_unavailable(w.error())) return {Verdict::kHold, "store_unavailable", false};
+    if (is_unavailable(w.error())) return {Verdict::kHold, RetryReason::kStoreUnavailable};
     log::warn("binding '{}': dead-letter write for {} failed ({}); the message will be retried",
               binding_->name(), letter.coordinates, w.error().describe());
-    return {Verdict::kRetry, "dead_letter_failed", false};
+    return {Verdict::kRetry, RetryReason::kDeadLetterFailed};
   }
   strikes_->reset(key);
   log::warn("binding '{}': {} dead-lettered as {} after {} attempt(s): {}", binding_->name(),
-            letter.coordinates, reason, attempts, detail);
-  return {Verdict::kDeadLettered, reason, false};
+            letter.coordinates, letter.reason, attempts, detail);
+  return {Verdict::kDeadLettered, reason};
 }
 
-MappingOutcome ConnectorRuntime::apply_mapper(const Message& m) const {
+MappingOutcome ConnectorRuntime::Impl::apply_mapper(const Message& m) const {
   const SourceBinding& b = *binding_;
   MessageCtx ctx(m, b.stream(), b.name());
   try {
@@ -158,7 +234,7 @@ MappingOutcome ConnectorRuntime::apply_mapper(const Message& m) const {
   }
 }
 
-ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
+ConnectorRuntime::Impl::Mapped ConnectorRuntime::Impl::map_one(const Message& m) {
   const SourceBinding& b = *binding_;
   Mapped out;
   out.started = config_.clock->now();
@@ -170,12 +246,13 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   const std::string& key = out.key->value();
   MappingOutcome mapped = apply_mapper(m);
   if (mapped.kind == MappingOutcome::Kind::kUndecodable) {
-    out.verdict = poison(m, key, "undecodable", mapped.detail, 1);
+    out.verdict = poison(m, key, DeadLetterReason::kUndecodable, mapped.detail, 1);
   } else if (mapped.kind == MappingOutcome::Kind::kRejected) {
     const uint32_t strikes = strikes_->strike(key);
     out.verdict = b.poison_threshold() > 0 && strikes >= b.poison_threshold()
-                      ? poison(m, key, "mapping_rejected", mapped.detail, static_cast<int>(strikes))
-                      : Dispatched{Verdict::kRetry, "mapping_rejected", true};
+                      ? poison(m, key, DeadLetterReason::kMappingRejected, mapped.detail,
+                               static_cast<int>(strikes))
+                      : Dispatched{Verdict::kRetry, DeadLetterReason::kMappingRejected, true};
   } else {
     out.message = std::move(mapped.mapped);
     out.ref = to_valid_utf8(render(m.coordinates));
@@ -184,7 +261,7 @@ ConnectorRuntime::Mapped ConnectorRuntime::map_one(const Message& m) {
   return out;
 }
 
-std::expected<PassSummary, ConnectorError> ConnectorRuntime::stalled(
+std::expected<PassSummary, ConnectorError> ConnectorRuntime::Impl::stalled(
     const Stall& s, const PassSummary& summary) const {
   return std::unexpected(ConnectorError{
       ConnectorErrorKind::kStalled,
@@ -198,7 +275,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::stalled(
       s, Error{}, summary});
 }
 
-std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
+std::expected<PassSummary, ConnectorError> ConnectorRuntime::Impl::run_once() {
   auto pass = run_pass();
   const metrics::Labels labels = {{"source", binding_->name()}};
   metrics_->set_gauge(metrics::kConnectorInFlight, labels, static_cast<double>(outage_->held()));
@@ -216,7 +293,7 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_once() {
   return pass;
 }
 
-BindingStatus ConnectorRuntime::status() const {
+BindingStatus ConnectorRuntime::Impl::status() const {
   BindingStatus s{.binding = binding_->name(),
                   .kind = binding_->kind() == BindingKind::kStarts ? "start" : "signal",
                   .stream = binding_->stream(),
@@ -241,7 +318,7 @@ BindingStatus ConnectorRuntime::status() const {
   return s;
 }
 
-std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
+std::expected<PassSummary, ConnectorError> ConnectorRuntime::Impl::run_pass() {
   PassSummary summary;
   if (!outage_->paused() && source_->holds_received_ahead() && lag_->due()) {
     // A sample is due: what the source received ahead is dispatched first,
@@ -296,21 +373,21 @@ std::expected<PassSummary, ConnectorError> ConnectorRuntime::run_pass() {
   return summary;
 }
 
-void ConnectorRuntime::dispatch_received(const std::vector<Message>& messages,
-                                         PassSummary& summary) {
+void ConnectorRuntime::Impl::dispatch_received(const std::vector<Message>& messages,
+                                               PassSummary& summary) {
   std::vector<std::optional<Ticket>> tickets(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) tickets[i] = ticket_for(*tracker_, messages[i]);
   dispatch(messages, tickets, summary);
   summary.store_unavailable = outage_->paused();
 }
 
-void ConnectorRuntime::dispatch_received_ahead(PassSummary& summary) {
+void ConnectorRuntime::Impl::dispatch_received_ahead(PassSummary& summary) {
   auto messages = source_->take_received_ahead();
   summary.received += messages.size();
   if (!messages.empty()) dispatch_received(messages, summary);
 }
 
-void ConnectorRuntime::release_received_ahead(std::string_view why) {
+void ConnectorRuntime::Impl::release_received_ahead(std::string_view why) {
   if (!source_->holds_received_ahead()) return;
   auto messages = source_->take_received_ahead();
   if (messages.empty()) return;
@@ -322,7 +399,7 @@ void ConnectorRuntime::release_received_ahead(std::string_view why) {
   }
 }
 
-void ConnectorRuntime::forget_revoked() {
+void ConnectorRuntime::Impl::forget_revoked() {
   // A partition another replica owns now is its business: stalling on it
   // would rebuild this consumer and rebalance every replica for nothing.
   const size_t n = tracker_->forget_unowned([this](const PartitionKey& k, uint64_t generation) {
@@ -334,9 +411,9 @@ void ConnectorRuntime::forget_revoked() {
   }
 }
 
-void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
-                                const std::vector<std::optional<Ticket>>& tickets,
-                                PassSummary& summary) {
+void ConnectorRuntime::Impl::dispatch(const std::vector<Message>& messages,
+                                      const std::vector<std::optional<Ticket>>& tickets,
+                                      PassSummary& summary) {
   // Map on the pool (≤ max_in_flight at once), then commit in batch order,
   // groups of ≤ max_in_flight, one engine transaction per group.
   metrics_->set_gauge(metrics::kConnectorInFlight, {{"source", binding_->name()}},
@@ -349,7 +426,7 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
       // A dispatch must never take the runtime down; treat as transient.
       log::error("binding '{}': dispatch of {} failed unexpectedly: {}", binding_->name(),
                  render(messages[i].coordinates), e.what());
-      mapped[i].verdict = Dispatched{Verdict::kRetry, "transient", false};
+      mapped[i].verdict = Dispatched{Verdict::kRetry, RetryReason::kTransient};
     }
   });
   std::vector<Dispatched> results(messages.size());
@@ -371,127 +448,82 @@ void ConnectorRuntime::dispatch(const std::vector<Message>& messages,
   settle(messages, tickets, results, summary);
 }
 
-void ConnectorRuntime::enter_store_unavailable() {
+void ConnectorRuntime::Impl::enter_store_unavailable() {
   release_received_ahead("the store is unreachable");
   outage_->enter();
 }
 
-bool ConnectorRuntime::store_answers() {
+bool ConnectorRuntime::Impl::store_answers() {
   return outage_->probed(engine_.probe_store().has_value());
 }
 
-void ConnectorRuntime::settle(const std::vector<Message>& messages,
-                              const std::vector<std::optional<Ticket>>& tickets,
-                              std::vector<Dispatched>& results, PassSummary& summary) {
-  // Settle in batch order. For positional sources collect, per partition,
-  // the head of the completed prefix to commit.
-  std::vector<Message> to_ack;
-  std::vector<size_t> acked_idx;
-  std::map<PartitionKey, Message> commits;
-  std::vector<Message> to_abandon;
-  std::vector<size_t> handed_back;
-  size_t unavailable = 0;
+void ConnectorRuntime::Impl::settle(const std::vector<Message>& messages,
+                                    const std::vector<std::optional<Ticket>>& tickets,
+                                    const std::vector<Dispatched>& results, PassSummary& summary) {
+  std::vector<Delivery> deliveries(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
-    const Message& m = messages[i];
-    Dispatched& d = results[i];
-    switch (d.verdict) {
-      case Verdict::kSettled:
-      case Verdict::kDeadLettered: {
-        // Counted once the ack lands (below): a message whose ack fails is
-        // redelivered and counted then, so nothing is counted twice.
-        if (tickets[i]) {
-          if (auto mark = tracker_->on_settled(*tickets[i])) {
-            Message head = m;
-            head.coordinates = at_offset(head.coordinates, *mark - 1);
-            commits.insert_or_assign(tickets[i]->partition, std::move(head));
-          }
-        } else {
-          to_ack.push_back(m);
-        }
-        acked_idx.push_back(i);
+    deliveries[i] = {tickets[i].has_value(), messages[i].receive_count};
+  }
+  const SettlementPlan plan = plan_settlement(results, deliveries, source_->redrive_max_receives());
+  // In batch order (the tracker's bookkeeping depends on it). For positional
+  // sources collect, per partition, the head of the completed prefix to commit.
+  std::vector<Message> to_ack;
+  std::map<PartitionKey, Message> commits;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    switch (plan.steps[i]) {
+      case Step::kNone:
         break;
-      }
-      case Verdict::kHandedBack:
-        // Counted once it is handed back (below): as dead-lettered on the
-        // hand-back after which the broker moves it, as a retry before.
-        handed_back.push_back(i);
-        to_abandon.push_back(m);
+      case Step::kAck:
+        to_ack.push_back(messages[i]);
         break;
-      case Verdict::kHold:
-        // Not the message's fault and not a stall: a positional message is
-        // held (unacked) for dispatch once the store answers; a redelivering
-        // broker hands the rest back by itself.
-        metrics_->increment(metrics::kConnectorRetried, labels("reason", d.reason));
-        ++summary.retried;
-        ++unavailable;
-        if (tickets[i]) {
-          outage_->hold(m, tickets[i]);
-          ++summary.held;
+      case Step::kSettle:
+        if (auto mark = tracker_->on_settled(*tickets[i])) {
+          Message head = messages[i];
+          head.coordinates = at_offset(head.coordinates, *mark - 1);
+          commits.insert_or_assign(tickets[i]->partition, std::move(head));
         }
         break;
-      case Verdict::kCollisionHold:
-        // Neither acked nor retried: its partition commits nothing past it.
-        hold_on_collision(d, summary);
+      case Step::kRetry:
+        tracker_->on_retried(*tickets[i], source_->abandon_redelivers());
         break;
-      case Verdict::kRetry:
-        metrics_->increment(metrics::kConnectorRetried, labels("reason", d.reason));
-        ++summary.retried;
-        if (tickets[i]) tracker_->on_retried(*tickets[i], source_->abandon_redelivers());
-        if (d.fast_retry) to_abandon.push_back(m);
+      case Step::kHold:
+        outage_->hold(messages[i], tickets[i]);
+        ++summary.held;
+        break;
+      case Step::kReportCollision:
+        hold_on_collision(results[i], summary);
         break;
     }
   }
+  add_counts(*metrics_, binding_->name(), plan.counts, summary);
   for (auto& [p, head] : commits) to_ack.push_back(std::move(head));
+  bool acked = true;
   if (!to_ack.empty()) {
     if (auto a = source_->ack(to_ack); a) {
       for (const auto& head : to_ack) {
         if (auto at = position_of(head.coordinates)) committed_[at->partition] = at->offset + 1;
       }
     } else {
-      // Durable in harvest but not acked: the broker redelivers and the
-      // redelivery dedupes to the same execution.
+      acked = false;
       log::warn("binding '{}': ack failed ({}); {} messages will be redelivered and dedupe",
-                binding_->name(), a.error().describe(), acked_idx.size());
-      metrics_->increment(metrics::kConnectorRetried, labels("reason", "ack_failed"),
-                          static_cast<double>(acked_idx.size()));
-      summary.retried += acked_idx.size();
-      acked_idx.clear();
+                binding_->name(), a.error().describe(), plan.acked);
     }
   }
-  for (size_t i : acked_idx) {
-    if (results[i].verdict == Verdict::kDeadLettered) {
-      metrics_->increment(metrics::kConnectorDeadLettered, labels("reason", results[i].reason));
-      ++summary.dead_lettered;
-    } else {
-      metrics_->increment(metrics::kConnectorDispatched, labels("outcome", results[i].reason));
-      ++summary.acked;
-    }
-  }
+  add_counts(*metrics_, binding_->name(), acked ? plan.if_acked : plan.if_ack_failed, summary);
   bool handed = true;
-  if (!to_abandon.empty()) {
+  if (!plan.abandon.empty()) {
+    std::vector<Message> to_abandon;
+    to_abandon.reserve(plan.abandon.size());
+    for (size_t i : plan.abandon) to_abandon.push_back(messages[i]);
     if (auto a = source_->abandon(to_abandon); !a) {
       handed = false;
       log::warn("binding '{}': handing {} messages back failed: {}", binding_->name(),
                 to_abandon.size(), a.error().describe());
     }
   }
-  // Poison the broker's redrive policy owns: one dead letter per message, on
-  // the hand-back that reaches maxReceiveCount (the broker moves it on its
-  // next receive). Earlier hand-backs, and a hand-back that failed (the
-  // message comes back after its visibility timeout), are retries. With the
-  // limit unknown, every hand-back counts.
-  const auto limit = source_->redrive_max_receives();
-  for (size_t i : handed_back) {
-    const bool last = handed && (!limit || messages[i].receive_count >= *limit);
-    if (last) {
-      metrics_->increment(metrics::kConnectorDeadLettered, labels("reason", results[i].reason));
-      ++summary.dead_lettered;
-    } else {
-      metrics_->increment(metrics::kConnectorRetried, labels("reason", results[i].reason));
-      ++summary.retried;
-    }
-  }
-  if (unavailable > 0) enter_store_unavailable();
+  add_counts(*metrics_, binding_->name(), handed ? plan.if_handed_back : plan.if_hand_back_failed,
+             summary);
+  if (plan.enter_store_outage) enter_store_unavailable();
 }
 
 }  // namespace harvest::connector

@@ -14,7 +14,8 @@
 //   3. settle: acks exactly what harvest now durably owns (for Kafka the
 //      contiguous completed prefix per partition), dead-letters poison,
 //      leaves everything else unacked for the broker to redeliver, and checks
-//      for a stall again.
+//      for a stall again. What to do is planned from the verdicts alone
+//      (plan_settlement, settlement.hpp), then done.
 // `run` repeats passes until stopped, answering a stall with
 // `EventSource::recover()` (after which every partition's commit state is
 // forgotten: the rebuilt consumer redelivers all of them from their commit).
@@ -46,13 +47,10 @@
 // `ConnectorRuntimeConfig::clock`.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <expected>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -71,15 +69,10 @@ class DeadLetterStore;  // <harvest/connector_dlq/dead_letter_store.hpp>
 
 namespace harvest::connector {
 
-// The runtime's parts, internal to the connector module (each in its own
-// header under harvest/connector/, not installed).
+// The runtime's parts its accessors expose, internal to the connector module
+// (each in its own header under harvest/connector/, not installed).
 class CommitTracker;
-class DedupeKey;
-class DispatchPool;
-class LagSampler;
-class StoreOutage;
 class StrikeCounter;
-struct Ticket;
 
 /// Tuning of one ConnectorRuntime: polling, batching, stall detection and
 /// back-off. None of it weakens delivery: a message is acked only once
@@ -249,11 +242,11 @@ class ConnectorRuntime {
   [[nodiscard]] Status run(std::stop_token stop);
 
   /// The idempotency mode in force, resolved from the requested one (never kAuto).
-  [[nodiscard]] IdempotencyMode idempotency_mode() const { return mode_; }
+  [[nodiscard]] IdempotencyMode idempotency_mode() const;
   /// The stall threshold in force: the config's, or its default when unset.
-  [[nodiscard]] size_t stall_threshold() const { return stall_threshold_; }
+  [[nodiscard]] size_t stall_threshold() const;
   /// The binding this runtime runs.
-  [[nodiscard]] const SourceBinding& binding() const { return *binding_; }
+  [[nodiscard]] const SourceBinding& binding() const;
   /// Per-partition commit state (positional sources); for tests and diagnostics.
   /// The type is internal (harvest/connector/commit_tracker.hpp).
   [[nodiscard]] const CommitTracker& tracker() const;
@@ -271,142 +264,15 @@ class ConnectorRuntime {
   /// names the binding, the coordinates, the earlier run and the remedy.
   [[nodiscard]] std::optional<std::string> collision_hold() const;
   /// Consumer rebuilds (`EventSource::recover()` answering a stall) so far.
-  [[nodiscard]] uint64_t recoveries() const { return live_->rebuilds.load(); }
+  [[nodiscard]] uint64_t recoveries() const;
   /// The binding's live state. Thread-safe: any thread (an HTTP handler)
   /// may call it while the consumer thread runs.
   [[nodiscard]] BindingStatus status() const;
 
  private:
-  /// kHold: the store is unreachable — not the message's fault; the message
-  /// is held (positional) or left to the broker, and intake pauses.
-  /// kCollisionHold: a coordinate collision under CollisionPolicy::kHold —
-  /// the message stays unacked and unsettled, and intake stops.
-  enum class Verdict { kSettled, kDeadLettered, kHandedBack, kRetry, kHold, kCollisionHold };
-  struct Dispatched {
-    Verdict verdict = Verdict::kRetry;
-    std::string reason;       ///< metric label: outcome, dead-letter or retry reason
-    bool fast_retry = false;  ///< hand back now (poison path), not at the broker's pace
-    std::string detail = {};  ///< kCollisionHold: the report, ready to show
-  };
-  /// One message between the map and the commit phase (runtime_mapped.hpp).
-  struct Mapped;
-  std::expected<PassSummary, ConnectorError> run_pass();
-  MappingOutcome apply_mapper(const Message& m) const;
-  Mapped map_one(const Message& m);
-  void maybe_replay();
-  void commit_group(const std::vector<Message>& messages, std::vector<Mapped>& mapped,
-                    const std::vector<size_t>& group, std::vector<Dispatched>& results);
-  /// The engine's answer for one message: the outcome label and the run.
-  struct Committed {
-    std::string outcome;  ///< dispatched | idempotent_replay | deferred
-    std::optional<std::string> execution_id;
-    /// The key is held by `execution_id`, recorded from another record.
-    bool collision = false;
-    /// Not committed: another message of the group collided (kHold).
-    bool withheld = false;
-  };
-  std::vector<Result<Committed>> commit_to_engine(std::vector<Mapped*>& group);
-  /// CollisionPolicy::kHold: commits `group` so that nothing at or past a
-  /// colliding message of a partition is started — a group in which a
-  /// message collides commits nothing, and is committed again without the
-  /// collisions and what follows them on their partitions (held_from_).
-  /// Indices in the answer are positions in `group`; an unset entry is held.
-  std::vector<std::optional<Result<Committed>>> commit_holding(const std::vector<Message>& messages,
-                                                               std::vector<Mapped>& mapped,
-                                                               const std::vector<size_t>& group);
-  /// Whether `m` sits at or past a collision this runtime holds on.
-  bool behind_held_collision(const Message& m);
-  /// settle()'s kCollisionHold: counts the collision and, for the first one,
-  /// records the report the binding holds on (log, status, gauge).
-  void hold_on_collision(const Dispatched& d, PassSummary& summary);
-  Dispatched settle_outcome(const Message& m, const Mapped& mapped,
-                            const Result<Committed>& outcome);
-  Dispatched poison(const Message& m, const std::string& key, const std::string& reason,
-                    const std::string& detail, int attempts);
-  /// A coordinate collision met by `m`, whose key `execution_id` holds: what
-  /// the binding's CollisionPolicy makes of it (kDispatch is handled in
-  /// commit_group, which starts it again under a fingerprinted key).
-  Dispatched collided(const Message& m, const Mapped& mapped, const Committed& earlier);
-  /// CollisionPolicy::kDispatch: every message of `group` whose outcome is a
-  /// collision is mapped again and started under a key derived from its
-  /// fingerprint; its outcome is replaced by that start's.
-  void redispatch_collided(const std::vector<Message>& messages, std::vector<Mapped>& mapped,
-                           const std::vector<size_t>& group,
-                           std::vector<Result<Committed>>& outcomes);
-  void dispatch(const std::vector<Message>& messages,
-                const std::vector<std::optional<Ticket>>& tickets, PassSummary& summary);
-  /// Tickets `messages` (positional sources) and dispatches them.
-  void dispatch_received(const std::vector<Message>& messages, PassSummary& summary);
-  /// Custody (SQS-5): what the source received ahead is dispatched, or, with
-  /// the store down, released (abandon) — never left invisible across a
-  /// pause, a lag sample or a stop.
-  void dispatch_received_ahead(PassSummary& summary);
-  void release_received_ahead(std::string_view why);
-  void settle(const std::vector<Message>& messages,
-              const std::vector<std::optional<Ticket>>& tickets, std::vector<Dispatched>& results,
-              PassSummary& summary);
-  /// Store outage (see the file comment and StoreOutage).
-  void enter_store_unavailable();
-  [[nodiscard]] bool store_answers();
-  /// Drops the commit state of partitions the source no longer owns.
-  void forget_revoked();
-  std::expected<PassSummary, ConnectorError> stalled(const Stall& s,
-                                                     const PassSummary& summary) const;
-  metrics::Labels labels(std::string key, std::string value) const;
-
-  std::shared_ptr<const SourceBinding> binding_;
-  std::shared_ptr<EventSource> source_;
-  engine::Engine& engine_;
-  std::shared_ptr<metrics::MetricsRecorder> metrics_;
-  IdempotencyMode mode_;
-  ConnectorRuntimeConfig config_;
-  size_t stall_threshold_;
-  std::shared_ptr<DeadLetterSink> sink_;
-  std::shared_ptr<connector_dlq::DeadLetterStore> replays_;
-  std::optional<Clock::time_point> last_replay_look_;
-  std::unique_ptr<CommitTracker> tracker_;
-  std::unique_ptr<StrikeCounter> strikes_;
-  std::unique_ptr<DispatchPool> pool_;
-  std::unique_ptr<DispatchPool> commit_pool_;
-  std::unique_ptr<LagSampler> lag_;
-  std::unique_ptr<StoreOutage> outage_;
-  /// What status() reads from other threads; written by the consumer thread.
-  struct Live {
-    std::atomic<bool> running{false};
-    std::atomic<bool> store_down{false};
-    std::atomic<size_t> in_flight{0};
-    std::atomic<int64_t> last_pass_ms{-1};  ///< Unix ms; -1 before the first pass
-    std::atomic<uint64_t> stalls{0};
-    std::atomic<uint64_t> rebuilds{0};
-    std::atomic<uint64_t> dispatched{0};
-    std::atomic<uint64_t> dead_lettered{0};
-    std::atomic<uint64_t> retried{0};
-    std::atomic<uint64_t> collisions{0};
-    mutable std::mutex hold_mu;
-    std::optional<std::string> collision_hold;  ///< guarded by hold_mu
-  };
-  std::unique_ptr<Live> live_;
-  std::string subscription_;
-  /// Rebuild back-off on the runtime's own evidence (CON-18), per partition:
-  /// the committed position of each partition (the offset after the last
-  /// acked prefix head), and, for a partition whose stall rebuilt the source,
-  /// that position then and the pause before its next rebuild. A stall on a
-  /// partition whose position has not moved since its last rebuild waits that
-  /// pause first (doubling up to 30 s); replays acknowledged in between, or
-  /// commits on other partitions, are no evidence for it.
-  struct Rebuilt {
-    std::optional<int64_t> committed;
-    std::chrono::milliseconds backoff;
-  };
-  std::map<PartitionKey, int64_t> committed_;
-  /// kHold: per partition, the lowest offset met a collision at; nothing at
-  /// or past it is started by this runtime. Written by the commit lanes.
-  std::mutex held_mu_;
-  std::map<PartitionKey, int64_t> held_from_;
-  std::map<PartitionKey, Rebuilt> rebuilt_;
-  /// Messages in a group commit at once; groups are sized so that lanes ×
-  /// group size ≤ max_in_flight (CON-19).
-  size_t commit_lanes_ = 1;
+  /// The runtime's state and the steps of a pass (runtime_impl.hpp).
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace harvest::connector

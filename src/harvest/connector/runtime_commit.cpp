@@ -13,18 +13,19 @@
 #include <harvest/connector/dead_letter.hpp>
 #include <harvest/connector/dedupe_key.hpp>
 #include <harvest/connector/runtime.hpp>
-#include <harvest/connector/runtime_mapped.hpp>
+#include <harvest/connector/runtime_impl.hpp>
+#include <harvest/connector/settlement.hpp>
 #include <harvest/connector/strike_counter.hpp>
 #include <harvest/engine/connector_starts.hpp>
 
 namespace harvest::connector {
 
-std::optional<std::string> ConnectorRuntime::collision_hold() const {
+std::optional<std::string> ConnectorRuntime::Impl::collision_hold() const {
   std::lock_guard lock(live_->hold_mu);
   return live_->collision_hold;
 }
 
-std::vector<Result<ConnectorRuntime::Committed>> ConnectorRuntime::commit_to_engine(
+std::vector<Result<ConnectorRuntime::Impl::Committed>> ConnectorRuntime::Impl::commit_to_engine(
     std::vector<Mapped*>& group) {
   const SourceBinding& b = *binding_;
   // kHold: a group with a collision commits nothing (commit_holding).
@@ -53,9 +54,10 @@ std::vector<Result<ConnectorRuntime::Committed>> ConnectorRuntime::commit_to_eng
       if (!r) {
         out.push_back(fail(r.error()));
       } else if (r->withheld) {
-        out.push_back(Committed{.outcome = "withheld", .withheld = true});
+        out.push_back(Committed{.withheld = true});
       } else {
-        out.push_back(Committed{r->outcome.duplicate_signal ? "idempotent_replay" : "dispatched",
+        out.push_back(Committed{r->outcome.duplicate_signal ? DispatchOutcome::kIdempotentReplay
+                                                            : DispatchOutcome::kDispatched,
                                 r->outcome.execution_id, r->collision});
       }
     }
@@ -84,47 +86,48 @@ std::vector<Result<ConnectorRuntime::Committed>> ConnectorRuntime::commit_to_eng
       continue;
     }
     if (r->withheld) {
-      out.push_back(Committed{.outcome = "withheld", .withheld = true});
+      out.push_back(Committed{.withheld = true});
       continue;
     }
     switch (r->outcome.kind) {
       case engine::StartOutcomeKind::kIdempotentReplay:
-        out.push_back(Committed{"idempotent_replay", r->outcome.execution_id, r->collision});
+        out.push_back(
+            Committed{DispatchOutcome::kIdempotentReplay, r->outcome.execution_id, r->collision});
         break;
       case engine::StartOutcomeKind::kDeferred:
-        out.push_back(Committed{"deferred", std::nullopt});
+        out.push_back(Committed{DispatchOutcome::kDeferred, std::nullopt});
         break;
       case engine::StartOutcomeKind::kStarted:
-        out.push_back(Committed{"dispatched", r->outcome.execution_id});
+        out.push_back(Committed{DispatchOutcome::kDispatched, r->outcome.execution_id});
         break;
     }
   }
   return out;
 }
 
-ConnectorRuntime::Dispatched ConnectorRuntime::settle_outcome(const Message& m,
-                                                              const Mapped& mapped,
-                                                              const Result<Committed>& outcome) {
+Dispatched ConnectorRuntime::Impl::settle_outcome(const Message& m, const Mapped& mapped,
+                                                  const Result<Committed>& outcome) {
   if (!outcome) {
     if (is_permanent(outcome.error())) {
-      return poison(m, mapped.key->value(), "start_rejected", outcome.error().message, 1);
+      return poison(m, mapped.key->value(), DeadLetterReason::kStartRejected,
+                    outcome.error().message, 1);
     }
     // The store is unreachable: the message is held, and the outage logged
     // once, rather than once per message.
-    if (is_unavailable(outcome.error())) return {Verdict::kHold, "store_unavailable", false};
+    if (is_unavailable(outcome.error())) return {Verdict::kHold, RetryReason::kStoreUnavailable};
     // Not the message's fault (database down, pool exhausted): leave it
     // unacked and let the broker redeliver at its own pace.
     log::warn("binding '{}': transient dispatch failure for {}: {}", binding_->name(), mapped.ref,
               outcome.error().describe());
-    return {Verdict::kRetry, "transient", false};
+    return {Verdict::kRetry, RetryReason::kTransient};
   }
   strikes_->reset(mapped.key->value());
   if (outcome->collision) return collided(m, mapped, *outcome);
-  return {Verdict::kSettled, outcome->outcome, false};
+  return {Verdict::kSettled, outcome->outcome};
 }
 
-ConnectorRuntime::Dispatched ConnectorRuntime::collided(const Message& m, const Mapped& mapped,
-                                                        const Committed& earlier) {
+Dispatched ConnectorRuntime::Impl::collided(const Message& m, const Mapped& mapped,
+                                            const Committed& earlier) {
   const CollisionPolicy policy = binding_->collision_policy();
   metrics_->increment(metrics::kConnectorCollisions, {{"source", binding_->name()}});
   ++live_->collisions;
@@ -134,7 +137,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::collided(const Message& m, const 
     // same position is another row; this record's redelivery is not).
     const DedupeKey letter_key = DedupeKey::derive_fingerprinted(
         binding_->name(), binding_->incarnation(), m.coordinates, *mapped.fingerprint);
-    return poison(m, letter_key.value(), std::string(kCollisionReason),
+    return poison(m, letter_key.value(), DeadLetterReason::kCoordinateCollision,
                   fmt::format("the dedupe key of {} is held by run {}, recorded from a different "
                               "record at the same position (a recreated topic or another "
                               "cluster): replay this dead letter once the binding has a new "
@@ -144,8 +147,8 @@ ConnectorRuntime::Dispatched ConnectorRuntime::collided(const Message& m, const 
   }
   // kHold (kDispatch lands here only if its fingerprinted start collided
   // too, which two different records cannot do): stop and say so.
-  return {Verdict::kCollisionHold, "coordinate_collision", false,
-          fmt::format(
+  return {.verdict = Verdict::kCollisionHold,
+          .detail = fmt::format(
               "binding '{}' holds on a coordinate collision at {}: its dedupe key is held by run "
               "{}, recorded from a different record at the same position, so the topic was "
               "recreated or the binding now reads another cluster. Nothing at or past {} is "
@@ -155,7 +158,7 @@ ConnectorRuntime::Dispatched ConnectorRuntime::collided(const Message& m, const 
               binding_->name(), mapped.ref, run, mapped.ref)};
 }
 
-bool ConnectorRuntime::behind_held_collision(const Message& m) {
+bool ConnectorRuntime::Impl::behind_held_collision(const Message& m) {
   const auto at = position_of(m.coordinates);
   if (!at) return false;
   std::lock_guard lock(held_mu_);
@@ -163,9 +166,10 @@ bool ConnectorRuntime::behind_held_collision(const Message& m) {
   return held != held_from_.end() && at->offset >= held->second;
 }
 
-std::vector<std::optional<Result<ConnectorRuntime::Committed>>> ConnectorRuntime::commit_holding(
-    const std::vector<Message>& messages, std::vector<Mapped>& mapped,
-    const std::vector<size_t>& group) {
+std::vector<std::optional<Result<ConnectorRuntime::Impl::Committed>>>
+ConnectorRuntime::Impl::commit_holding(const std::vector<Message>& messages,
+                                       std::vector<Mapped>& mapped,
+                                       const std::vector<size_t>& group) {
   std::vector<std::optional<Result<Committed>>> out(group.size());
   std::vector<size_t> pending;  // positions in `group` still to commit
   for (size_t n = 0; n < group.size(); ++n) {
@@ -225,10 +229,10 @@ std::vector<std::optional<Result<ConnectorRuntime::Committed>>> ConnectorRuntime
   return out;
 }
 
-void ConnectorRuntime::redispatch_collided(const std::vector<Message>& messages,
-                                           std::vector<Mapped>& mapped,
-                                           const std::vector<size_t>& group,
-                                           std::vector<Result<Committed>>& outcomes) {
+void ConnectorRuntime::Impl::redispatch_collided(const std::vector<Message>& messages,
+                                                 std::vector<Mapped>& mapped,
+                                                 const std::vector<size_t>& group,
+                                                 std::vector<Result<Committed>>& outcomes) {
   std::vector<size_t> again;  // positions in `group`
   for (size_t n = 0; n < outcomes.size(); ++n) {
     if (outcomes[n] && outcomes[n]->collision && mapped[group[n]].fingerprint) again.push_back(n);
@@ -265,9 +269,10 @@ void ConnectorRuntime::redispatch_collided(const std::vector<Message>& messages,
     outcomes[at[k]] = std::move(second[k]);
 }
 
-void ConnectorRuntime::commit_group(const std::vector<Message>& messages,
-                                    std::vector<Mapped>& mapped, const std::vector<size_t>& group,
-                                    std::vector<Dispatched>& results) {
+void ConnectorRuntime::Impl::commit_group(const std::vector<Message>& messages,
+                                          std::vector<Mapped>& mapped,
+                                          const std::vector<size_t>& group,
+                                          std::vector<Dispatched>& results) {
   std::vector<Mapped*> items;
   items.reserve(group.size());
   for (size_t i : group) items.push_back(&mapped[i]);
@@ -295,17 +300,17 @@ void ConnectorRuntime::commit_group(const std::vector<Message>& messages,
     const size_t i = group[n];
     if (n < outcomes.size() && !outcomes[n]) {
       // Past a collision on its partition: held with it, reported by it.
-      results[i] = Dispatched{Verdict::kCollisionHold, "behind_collision", false};
+      results[i] = Dispatched{.verdict = Verdict::kCollisionHold};
     } else {
       results[i] = n < outcomes.size() ? settle_outcome(messages[i], mapped[i], *outcomes[n])
-                                       : Dispatched{Verdict::kRetry, "transient", false};
+                                       : Dispatched{Verdict::kRetry, RetryReason::kTransient};
     }
     metrics_->observe(metrics::kConnectorDispatchSeconds, {{"source", binding_->name()}},
                       std::chrono::duration<double>(done - mapped[i].started).count());
   }
 }
 
-void ConnectorRuntime::hold_on_collision(const Dispatched& d, PassSummary& summary) {
+void ConnectorRuntime::Impl::hold_on_collision(const Dispatched& d, PassSummary& summary) {
   // The collision itself carries the report; what follows it on its
   // partition is held with it.
   if (d.detail.empty()) return;

@@ -9,7 +9,8 @@
 #include <harvest/connector/commit_tracker.hpp>
 #include <harvest/connector/dedupe_key.hpp>
 #include <harvest/connector/runtime.hpp>
-#include <harvest/connector/runtime_mapped.hpp>
+#include <harvest/connector/runtime_impl.hpp>
+#include <harvest/connector/settlement.hpp>
 #include <harvest/connector/strike_counter.hpp>
 #include <harvest/connector_dlq/dead_letter_store.hpp>
 
@@ -35,13 +36,7 @@ Result<Coordinates> stored_coordinates(const connector_dlq::StoredDeadLetter& ro
 
 }  // namespace
 
-ConnectorRuntime& ConnectorRuntime::with_replay_store(
-    std::shared_ptr<connector_dlq::DeadLetterStore> store) {
-  replays_ = std::move(store);
-  return *this;
-}
-
-void ConnectorRuntime::maybe_replay() {
+void ConnectorRuntime::Impl::maybe_replay() {
   if (!replays_) return;
   const auto now = config_.clock->now();
   if (last_replay_look_ && now - *last_replay_look_ < config_.replay_poll_interval) return;
@@ -53,7 +48,7 @@ void ConnectorRuntime::maybe_replay() {
   }
 }
 
-Result<ReplaySummary> ConnectorRuntime::replay_requested() {
+Result<ReplaySummary> ConnectorRuntime::Impl::replay_requested() {
   ReplaySummary summary;
   if (!replays_) return summary;
   auto rows = replays_->claim(binding_->name(), std::max<size_t>(config_.replay_batch, 1));
@@ -84,10 +79,11 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
       // The operator asked for this one attempt: no strikes, no new row (the
       // original keeps its key); the new reason is recorded on the row.
       outcome = ReplayOutcome::kDeadLettered;
-      detail = fmt::format(
-          "{}: {}",
-          mapped.kind == MappingOutcome::Kind::kUndecodable ? "undecodable" : "mapping_rejected",
-          mapped.detail);
+      detail = fmt::format("{}: {}",
+                           to_string(mapped.kind == MappingOutcome::Kind::kUndecodable
+                                         ? DeadLetterReason::kUndecodable
+                                         : DeadLetterReason::kMappingRejected),
+                           mapped.detail);
     } else {
       Mapped one;
       // A collided record starts under its coordinate key in the binding's
@@ -95,7 +91,7 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
       // that key (the namespace was not rotated) it collides again and is
       // refused below. Any other replay keeps its original key, so it
       // dedupes against that delivery.
-      const bool collided_row = row.reason == kCollisionReason;
+      const bool collided_row = row.reason == to_string(DeadLetterReason::kCoordinateCollision);
       one.key = collided_row
                     ? DedupeKey::derive(binding_->name(), binding_->incarnation(), m.coordinates)
                     : DedupeKey::recorded(row.idempotency_key);
@@ -116,18 +112,20 @@ Result<ReplaySummary> ConnectorRuntime::replay_requested() {
           continue;
         }
         outcome = ReplayOutcome::kDeadLettered;
-        detail = fmt::format("start_rejected: {}", c.error().message);
+        detail =
+            fmt::format("{}: {}", to_string(DeadLetterReason::kStartRejected), c.error().message);
       } else if (c->collision || c->withheld) {
         outcome = ReplayOutcome::kDeadLettered;
         detail = fmt::format(
             "{}: in binding '{}''s current key_incarnation its key is still held by run {}, "
             "recorded from a different record; give the binding a new key_incarnation, restart "
             "it and replay again",
-            kCollisionReason, binding_->name(), c->execution_id.value_or("(unknown)"));
-      } else if (c->outcome == "idempotent_replay") {
+            to_string(DeadLetterReason::kCoordinateCollision), binding_->name(),
+            c->execution_id.value_or("(unknown)"));
+      } else if (c->outcome == DispatchOutcome::kIdempotentReplay) {
         outcome = ReplayOutcome::kExisting;
         execution_id = c->execution_id;
-      } else if (c->outcome == "deferred") {
+      } else if (c->outcome == DispatchOutcome::kDeferred) {
         outcome = ReplayOutcome::kDeferred;
       } else {
         outcome = ReplayOutcome::kStarted;

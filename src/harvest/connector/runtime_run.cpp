@@ -9,11 +9,12 @@
 #include <harvest/connector/commit_tracker.hpp>
 #include <harvest/connector/lag_sampler.hpp>
 #include <harvest/connector/runtime.hpp>
+#include <harvest/connector/runtime_impl.hpp>
 #include <harvest/connector/store_outage.hpp>
 
 namespace harvest::connector {
 
-Status ConnectorRuntime::run(std::stop_token stop) {
+Status ConnectorRuntime::Impl::run(std::stop_token stop) {
   auto backoff = config_.idle_backoff;
   const auto max_backoff = std::chrono::milliseconds(30000);
   live_->running = true;
