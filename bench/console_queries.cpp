@@ -51,7 +51,7 @@ int main() {
   }
   engine::EngineConfig config;
   config.database_url = url;
-  config.profile = "dev";
+  config.profile = engine::Profile::kDev;
   auto engine = engine::Engine::open(config, std::move(workflows), plugin::all_migration_sets());
   if (!engine) {
     fmt::print(stderr, "error: {}\n", engine.error().message);

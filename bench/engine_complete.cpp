@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     return ctx.step("one", [&] { return in.size(); });
   });
   EngineConfig config;
-  config.profile = "dev";
+  config.profile = Profile::kDev;
   config.pool_size = 20;
   auto engine = Engine::open(config, std::move(r));
   if (!engine) {

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   WorkflowRegistry r;
   r.add("bench", [](WorkflowContext&, Json in) { return in; });
   EngineConfig config;
-  config.profile = "dev";
+  config.profile = Profile::kDev;
   config.pool_size = 20;
   auto engine = Engine::open(config, std::move(r));
   if (!engine) {

@@ -23,7 +23,7 @@ int main() {
   engine::WorkflowRegistry workflows;
   workflows.add("bench", [](engine::WorkflowContext&, engine::Json in) { return in; });
   engine::EngineConfig config;
-  config.profile = "dev";
+  config.profile = engine::Profile::kDev;
   config.pool_size = 20;
   auto engine = engine::Engine::open(config, std::move(workflows));
   if (!engine) {

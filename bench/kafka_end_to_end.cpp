@@ -475,7 +475,7 @@ int main(int argc, char** argv) {
     return in.size();
   });
   engine::EngineConfig config;
-  config.profile = "dev";
+  config.profile = engine::Profile::kDev;
   config.pool_size = 72;
   auto engine = engine::Engine::open(config, std::move(r), {connector_migrations()});
   if (!engine) die(engine.error().message);

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   engine::WorkflowRegistry r;
   r.add("ingest", [](engine::WorkflowContext&, engine::Json in) { return in.size(); });
   engine::EngineConfig config;
-  config.profile = "dev";
+  config.profile = engine::Profile::kDev;
   config.pool_size = 32;
   auto engine = engine::Engine::open(config, std::move(r), {connector_migrations()});
   if (!engine) {

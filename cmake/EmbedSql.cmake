@@ -1,5 +1,5 @@
 # harvest_embed_sql(<target> <set_name> <dir>)
-# Embeds every NNNN_name.sql file of <dir> into <target> as a MigrationSet
+# Embeds every <set_name>_NNNN_name.sql file of <dir> into <target> as a MigrationSet
 # named <set_name>, reachable through the generated function
 # `harvest::store::MigrationSet harvest_migrations_<set_name>()`.
 function(harvest_embed_sql target set_name dir)
@@ -10,9 +10,10 @@ function(harvest_embed_sql target set_name dir)
   set(body "")
   foreach(f IN LISTS sql_files)
     get_filename_component(fname "${f}" NAME_WE)
-    string(REGEX MATCH "^([0-9]+)_(.*)$" _m "${fname}")
+    # The set's name leads, so the two sequences' files never share a name.
+    string(REGEX MATCH "^${set_name}_([0-9]+)_(.*)$" _m "${fname}")
     if(NOT _m)
-      message(FATAL_ERROR "migration file ${f} must be named NNNN_description.sql")
+      message(FATAL_ERROR "migration file ${f} must be named ${set_name}_NNNN_description.sql")
     endif()
     math(EXPR version "${CMAKE_MATCH_1}")
     set(mname "${CMAKE_MATCH_2}")

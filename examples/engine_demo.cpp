@@ -49,7 +49,7 @@ WorkflowRegistry workflows() {
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   EngineConfig config;
-  config.profile = "dev";  // private cluster if no URL; migrations applied
+  config.profile = Profile::kDev;  // private cluster if no URL; migrations applied
   auto engine = Engine::open(config, workflows());
   if (!engine) {
     std::cerr << "cannot open harvest: " << engine.error().message << "\n";

@@ -42,7 +42,7 @@ int main() {
 
   auto prometheus = std::make_shared<metrics::PrometheusMetrics>();
   engine::EngineConfig config;
-  config.profile = "dev";  // apply migrations at start; no URL: a private cluster
+  config.profile = engine::Profile::kDev;  // apply migrations at start; no URL: a private cluster
   config.metrics = prometheus;
   auto engine = engine::Engine::open(config, std::move(workflows));
   if (!engine) {

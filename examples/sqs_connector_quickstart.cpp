@@ -83,7 +83,8 @@ std::unique_ptr<plugin::HarvestApp> build_app(const std::string& queue_url) {
 
   return plugin::HarvestPlugin()
       .workflows(workflows())
-      .engine_config({.profile = "dev"})  // $HARVEST_DATABASE_URL, else a private cluster
+      .engine_config(
+          {.profile = engine::Profile::kDev})  // $HARVEST_DATABASE_URL, else a private cluster
       .connector(binding, *source)
       .worker({})
       .build();

@@ -31,7 +31,7 @@ int main() {
     return 0;
   }
   auto app = plugin::HarvestPlugin()
-                 .engine_config({.profile = "dev"})
+                 .engine_config({.profile = engine::Profile::kDev})
                  .workflows(std::move(workflows))
                  .connector(binding, source)
                  .build();

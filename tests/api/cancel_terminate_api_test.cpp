@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 using engine::WorkflowContext;
 using testing::Json;
 
-class SteerApiTest : public testing::ApiTest {
+class CancelTerminateApiTest : public testing::ApiTest {
  protected:
   static std::string path(const std::string& rest) { return std::string(kPrefix) + rest; }
   std::string start(const std::string& workflow) {
@@ -23,7 +23,7 @@ class SteerApiTest : public testing::ApiTest {
   }
 };
 
-TEST_F(SteerApiTest, cancel_is_accepted_then_seen_by_the_run_and_repeats_are_idempotent) {
+TEST_F(CancelTerminateApiTest, cancel_is_accepted_then_seen_by_the_run_and_repeats_are_idempotent) {
   engine::WorkflowRegistry r;
   r.add("waits", [](WorkflowContext& ctx, int) {
     (void)ctx.wait_signal("never", std::chrono::hours(1));
@@ -62,7 +62,7 @@ TEST_F(SteerApiTest, cancel_is_accepted_then_seen_by_the_run_and_repeats_are_ide
   EXPECT_EQ(body(term)["error"], "conflict");
 }
 
-TEST_F(SteerApiTest, terminate_unknown_ids_and_bad_bodies_answer_clear_errors) {
+TEST_F(CancelTerminateApiTest, terminate_unknown_ids_and_bad_bodies_answer_clear_errors) {
   engine::WorkflowRegistry r;
   r.add("w", [](WorkflowContext&, int n) { return n; });
   serve(std::move(r));
@@ -97,7 +97,7 @@ TEST_F(SteerApiTest, terminate_unknown_ids_and_bad_bodies_answer_clear_errors) {
   EXPECT_EQ(unknown_field->status, 400);
 }
 
-TEST_F(SteerApiTest, bulk_routes_preview_then_act_on_one_workflows_open_runs) {
+TEST_F(CancelTerminateApiTest, bulk_routes_preview_then_act_on_one_workflows_open_runs) {
   engine::WorkflowRegistry r;
   r.add("a", [](WorkflowContext&, int n) { return n; });
   r.add("b", [](WorkflowContext&, int n) { return n; });

@@ -380,7 +380,7 @@ TEST_F(HardeningTest, HealthNeverShowsTheDatabasePassword) {
                     m[2].str(), m[3].str(), m[4].str())}) {
     engine::EngineConfig cfg;
     cfg.database_url = conninfo;
-    cfg.profile = "test";
+    cfg.profile = engine::Profile::kTest;
     auto e = engine::Engine::open(cfg, workflows());
     ASSERT_TRUE(e) << e.error().message;
     api::ApiConfig acfg;

@@ -13,7 +13,7 @@ namespace {
 
 using engine::Json;
 
-class SteerCliTest : public testing::PgTest {
+class CancelTerminateCliTest : public testing::PgTest {
  protected:
   int run(std::vector<std::string> args) {
     args.insert(args.begin(), {"harvest", "--database-url", db_url()});
@@ -29,7 +29,7 @@ class SteerCliTest : public testing::PgTest {
   std::ostringstream out_, err_;
 };
 
-TEST_F(SteerCliTest, cancel_and_terminate_one_run_by_id) {
+TEST_F(CancelTerminateCliTest, cancel_and_terminate_one_run_by_id) {
   engine::WorkflowRegistry r;
   r.add("w", [](engine::WorkflowContext&, int n) { return n; });
   auto engine = open_engine(std::move(r));
@@ -65,7 +65,7 @@ TEST_F(SteerCliTest, cancel_and_terminate_one_run_by_id) {
   EXPECT_EQ(run({"executions", "cancel", *a->execution_id, "--workflow", "w", "--reason", "x"}), 2);
 }
 
-TEST_F(SteerCliTest, bulk_terminate_previews_the_count_until_yes) {
+TEST_F(CancelTerminateCliTest, bulk_terminate_previews_the_count_until_yes) {
   engine::WorkflowRegistry r;
   r.add("w", [](engine::WorkflowContext&, int n) { return n; });
   auto engine = open_engine(std::move(r));

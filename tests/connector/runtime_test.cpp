@@ -284,7 +284,7 @@ TEST_F(ConnectorTest, transient_start_failures_are_never_dead_lettered_nor_acked
   config.pool_size = 1;
   config.pool_acquire_timeout = 100ms;
   config = engine_config(config);
-  config.profile = "test";
+  config.profile = engine::Profile::kTest;
   auto tight = engine::Engine::open(config, connector_workflows());
   ASSERT_TRUE(tight);
   auto source = std::make_shared<MockSource>("orders.placed", MockSource::Kind::kRedelivering);

@@ -16,14 +16,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class SteerTest : public testing::RunTest {
+class CancelTerminateTest : public testing::RunTest {
  protected:
   static StopRequest stop(const std::string& id, std::string reason = "operator said so") {
     return StopRequest{.execution_id = id, .reason = std::move(reason), .requested_by = "test"};
   }
 };
 
-TEST_F(SteerTest, a_waiting_run_sees_the_cancel_at_its_next_operation_and_compensates) {
+TEST_F(CancelTerminateTest, a_waiting_run_sees_the_cancel_at_its_next_operation_and_compensates) {
   std::atomic<int> reserved{0}, released{0}, shipped{0};
   WorkflowRegistry r;
   r.add("order", [&](WorkflowContext& ctx, int) -> std::string {
@@ -80,7 +80,7 @@ TEST_F(SteerTest, a_waiting_run_sees_the_cancel_at_its_next_operation_and_compen
             1);
 }
 
-TEST_F(SteerTest, a_running_run_learns_of_the_cancel_from_its_lease_renewal) {
+TEST_F(CancelTerminateTest, a_running_run_learns_of_the_cancel_from_its_lease_renewal) {
   std::atomic<int> ticks{0};
   WorkflowRegistry r;
   r.add("ticker", [&](WorkflowContext& ctx, int) {
@@ -118,7 +118,7 @@ TEST_F(SteerTest, a_running_run_learns_of_the_cancel_from_its_lease_renewal) {
   EXPECT_EQ(metrics->counter(metrics::kEngineRunsCancelled, {{"workflow", "ticker"}}), 1);
 }
 
-TEST_F(SteerTest, terminate_ends_the_run_at_once_and_fences_the_worker_executing_it) {
+TEST_F(CancelTerminateTest, terminate_ends_the_run_at_once_and_fences_the_worker_executing_it) {
   std::latch in_step(1), let_go(1);
   std::atomic<int> second{0};
   WorkflowRegistry r;
@@ -172,7 +172,8 @@ TEST_F(SteerTest, terminate_ends_the_run_at_once_and_fences_the_worker_executing
   EXPECT_NE(cancel.error().message.find("terminated"), std::string::npos);
 }
 
-TEST_F(SteerTest, closed_runs_unknown_ids_and_bad_reasons_are_refused_naming_the_problem) {
+TEST_F(CancelTerminateTest,
+       closed_runs_unknown_ids_and_bad_reasons_are_refused_naming_the_problem) {
   WorkflowRegistry r;
   r.add("noop", [](WorkflowContext&, int n) { return n; });
   auto engine = open_engine(std::move(r));
@@ -208,7 +209,7 @@ TEST_F(SteerTest, closed_runs_unknown_ids_and_bad_reasons_are_refused_naming_the
   EXPECT_EQ(status_of(id), "completed");
 }
 
-TEST_F(SteerTest, bulk_cancel_and_terminate_touch_only_the_open_runs_the_filter_names) {
+TEST_F(CancelTerminateTest, bulk_cancel_and_terminate_touch_only_the_open_runs_the_filter_names) {
   WorkflowRegistry r;
   r.add("a", [](WorkflowContext&, int n) { return n; });
   r.add("b", [](WorkflowContext&, int n) { return n; });
@@ -258,7 +259,7 @@ TEST_F(SteerTest, bulk_cancel_and_terminate_touch_only_the_open_runs_the_filter_
             5);
 }
 
-TEST_F(SteerTest, a_terminated_entity_run_follows_the_workflow_id_reuse_policy) {
+TEST_F(CancelTerminateTest, a_terminated_entity_run_follows_the_workflow_id_reuse_policy) {
   WorkflowRegistry r;
   r.add("account", [](WorkflowContext& ctx, Json) {
     (void)ctx.wait_signal("op", std::chrono::hours(1));
@@ -289,7 +290,7 @@ TEST_F(SteerTest, a_terminated_entity_run_follows_the_workflow_id_reuse_policy) 
   EXPECT_EQ(direct.error().kind, ErrorKind::kConflict);
 }
 
-TEST_F(SteerTest, retention_purges_cancelled_and_terminated_runs) {
+TEST_F(CancelTerminateTest, retention_purges_cancelled_and_terminated_runs) {
   WorkflowRegistry r;
   r.add("w", [](WorkflowContext&, int n) { return n; });
   auto engine =

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "support/private_cluster.hpp"
@@ -68,7 +70,7 @@ TEST_F(DevClusterTest, the_engine_in_dev_profile_with_no_url_uses_it_and_migrate
   ::unsetenv("HARVEST_HARVEST_DATABASE_URL");
   ::unsetenv("HARVEST_SHARD_URLS");
   engine::EngineConfig config;
-  config.profile = "dev";
+  config.profile = engine::Profile::kDev;
   auto e = engine::Engine::open(config, {});
   ::unsetenv("HARVEST_DATA_DIR");
   ::unsetenv("HARVEST_DEV_PG_PORT");
@@ -86,11 +88,37 @@ TEST(EngineOpen, refuses_with_a_clear_error_when_no_database_is_configured_outsi
   ::unsetenv("HARVEST_HARVEST_DATABASE_URL");
   ::unsetenv("HARVEST_SHARD_URLS");
   engine::EngineConfig config;
-  config.profile = "prod";
+  config.profile = engine::Profile::kProd;
   auto e = engine::Engine::open(config, {});
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().kind, ErrorKind::kConfig);
   EXPECT_NE(e.error().message.find("HARVEST_DATABASE_URL"), std::string::npos);
+}
+
+TEST(EngineOpen, an_unknown_profile_is_refused_naming_the_value_and_the_choices) {
+  for (auto p : {engine::Profile::kDev, engine::Profile::kTest, engine::Profile::kProd}) {
+    auto parsed = engine::parse_profile(engine::to_string(p));
+    ASSERT_TRUE(parsed) << engine::to_string(p);
+    EXPECT_EQ(*parsed, p);
+  }
+  // Only the environment can spell a profile that does not exist; it is
+  // refused before any database is reached.
+  const char* before = std::getenv("HARVEST_PROFILE");
+  const std::optional<std::string> saved =
+      before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("HARVEST_PROFILE", "production", 1);
+  engine::EngineConfig config;
+  config.database_url = "postgresql://nobody@127.0.0.1:1/none";
+  auto e = engine::Engine::open(config, {});
+  if (saved) {
+    ::setenv("HARVEST_PROFILE", saved->c_str(), 1);
+  } else {
+    ::unsetenv("HARVEST_PROFILE");
+  }
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().kind, ErrorKind::kConfig);
+  EXPECT_EQ(e.error().message,
+            "profile 'production' (HARVEST_PROFILE) is not one of: dev, test, prod");
 }
 
 }  // namespace

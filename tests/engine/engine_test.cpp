@@ -171,7 +171,7 @@ TEST_F(SurfaceTest, a_migration_pending_on_a_later_shard_is_reported_at_open) {
   log::LogCapture capture;
   EngineConfig config;
   config.shard_urls = {db_url(), second};
-  config.profile = "prod";
+  config.profile = Profile::kProd;
   auto engine = Engine::open(config, {});
   ASSERT_TRUE(engine) << engine.error().message;
   const auto pending = (*engine)->pending_migrations_at_open();

@@ -1,6 +1,6 @@
 // harvest behind a connection pooler in transaction mode — a real PgBouncer
 // (scripts/services/pgbouncer.sh, started by scripts/test.sh) between the
-// engine and PostgreSQL. With EngineConfig::pooler "transaction" every
+// engine and PostgreSQL. With EngineConfig::pooler Pooler::kTransaction every
 // statement is self-contained: no named prepared statements, no session
 // settings, no session advisory lock, and LISTEN only on a direct URL (else
 // idle workers poll).
@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "support/pg_fixture.hpp"
@@ -40,7 +41,7 @@ class PoolerTest : public testing::PgTest {
   EngineConfig pooled_config() {
     EngineConfig config;
     config.database_url = pooled_url();
-    config.pooler = "transaction";
+    config.pooler = Pooler::kTransaction;
     return config;
   }
 
@@ -56,13 +57,29 @@ class PoolerTest : public testing::PgTest {
 };
 
 TEST_F(PoolerTest, an_unknown_pooler_mode_is_refused_naming_the_setting) {
+  for (Pooler p : {Pooler::kNone, Pooler::kTransaction}) {
+    auto parsed = parse_pooler(to_string(p));
+    ASSERT_TRUE(parsed) << to_string(p);
+    EXPECT_EQ(*parsed, p);
+  }
+  // Only the environment can spell a mode that does not exist.
+  const char* before = std::getenv("HARVEST_DATABASE_POOLER");
+  const std::optional<std::string> saved =
+      before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("HARVEST_DATABASE_POOLER", "session-ish", 1);
   EngineConfig config = pooled_config();
-  config.pooler = "session-ish";
+  config.pooler.reset();
   auto e = Engine::open(config, registry());
+  if (saved) {
+    ::setenv("HARVEST_DATABASE_POOLER", saved->c_str(), 1);
+  } else {
+    ::unsetenv("HARVEST_DATABASE_POOLER");
+  }
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().kind, ErrorKind::kConfig);
-  EXPECT_NE(e.error().message.find("pooler"), std::string::npos) << e.error().message;
-  config.pooler = "transaction";
+  EXPECT_EQ(e.error().message,
+            "pooler 'session-ish' (HARVEST_DATABASE_POOLER) is not one of: none, transaction");
+  config.pooler = Pooler::kTransaction;
   config.listen_urls = {db_url(), db_url()};
   auto two = Engine::open(config, registry());
   ASSERT_FALSE(two) << "two LISTEN URLs for one shard";

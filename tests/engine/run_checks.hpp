@@ -1,4 +1,4 @@
-// Test support for the engine's run-level tests (steer, mutex): a run's
+// Test support for the engine's run-level tests (cancel and terminate, mutex): a run's
 // status, waiting for one, and the kinds of its history in order.
 #pragma once
 

@@ -28,7 +28,7 @@ TEST_F(WorkerOutageTest, claims_failing_through_an_outage_are_logged_once_per_10
   r.add("echo", [](WorkflowContext&, int n) { return n; });
   EngineConfig config;
   config.database_url = *url;
-  config.profile = "dev";  // migrates the fresh cluster
+  config.profile = Profile::kDev;  // migrates the fresh cluster
   auto engine = Engine::open(config, std::move(r));
   ASSERT_TRUE(engine) << engine.error().describe();
   ASSERT_TRUE((*engine)->start({.workflow = "echo", .input = 1}));

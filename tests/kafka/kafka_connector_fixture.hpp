@@ -151,7 +151,7 @@ class KafkaConnectorTest : public connector::testing::ConnectorTest {
     plugin::HarvestPlugin p;
     engine::EngineConfig config;
     config = engine_config(config);
-    config.profile = "test";
+    config.profile = engine::Profile::kTest;
     p.engine_config(config)
         .workflows(connector::testing::connector_workflows())
         .start_idempotency_window(std::chrono::hours(24 * 7));

@@ -100,7 +100,7 @@ int run(std::map<std::string, std::string> args) {
 
   engine::EngineConfig engine_config;
   engine_config.database_url = arg("--db");
-  engine_config.profile = "test";
+  engine_config.profile = engine::Profile::kTest;
   engine_config.instance_id = arg("--instance-id");
   auto metrics = std::make_shared<metrics::RecordingMetrics>();
   plugin::HarvestPlugin plugin;

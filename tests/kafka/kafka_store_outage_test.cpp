@@ -88,7 +88,7 @@ TEST_F(KafkaStoreOutageTest, a_postgres_crash_mid_stream_resumes_within_10s_with
   ASSERT_TRUE(source);
   engine::EngineConfig engine_config;
   engine_config.database_url = private_url_;
-  engine_config.profile = "dev";  // applies the migrations to the fresh cluster
+  engine_config.profile = engine::Profile::kDev;  // applies the migrations to the fresh cluster
   auto metrics = std::make_shared<metrics::RecordingMetrics>();
   auto runtime_config = quick_config();
   runtime_config.max_batch = 16;  // many passes, so the crash lands mid-stream

@@ -87,7 +87,7 @@ TEST_F(MigrationsTest, engine_open_outside_dev_warns_naming_each_pending_migrati
   log::LogCapture capture;
   engine::EngineConfig config;
   config.database_url = url_;
-  config.profile = "prod";
+  config.profile = engine::Profile::kProd;
   auto e = engine::Engine::open(config, {});
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_TRUE(capture.contains({"pending migration", "engine/0001_core"}));
@@ -99,7 +99,7 @@ TEST_F(MigrationsTest, engine_open_outside_dev_warns_naming_each_pending_migrati
 TEST_F(MigrationsTest, engine_open_in_dev_profile_applies_them) {
   engine::EngineConfig config;
   config.database_url = url_;
-  config.profile = "dev";
+  config.profile = engine::Profile::kDev;
   auto e = engine::Engine::open(config, {});
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_TRUE((*e)->pending_migrations_at_open().empty());

@@ -30,7 +30,7 @@ class PluginTest : public harvest::testing::PgTest {
     HarvestPlugin p;
     engine::EngineConfig config;
     config = engine_config(config);
-    config.profile = "test";
+    config.profile = engine::Profile::kTest;
     p.engine_config(config).workflows(connector_workflows());
     return p;
   }
@@ -135,7 +135,7 @@ TEST_F(PluginTest,
     log::LogCapture capture;  // a window set through engine_config counts as set
     engine::EngineConfig config;
     config = engine_config(config);
-    config.profile = "test";
+    config.profile = engine::Profile::kTest;
     config.start_idempotency_window = std::chrono::hours(24 * 7);
     HarvestPlugin p;
     p.engine_config(config).workflows(connector_workflows());
@@ -272,7 +272,7 @@ TEST_F(PluginTableTest, broker_native_bindings_alone_do_not_create_the_dead_lett
   binding.broker_native_dead_letter();
   engine::EngineConfig config;
   config = engine_config(config);
-  config.profile = "test";
+  config.profile = engine::Profile::kTest;
   auto app = HarvestPlugin()
                  .engine_config(config)
                  .workflows(connector_workflows())
@@ -314,7 +314,7 @@ TEST(PluginSplitMode, the_connector_table_lands_in_the_harvest_database) {
     engine::EngineConfig config;
     config.database_url = harvest::testing::with_database(admin, app_db);
     config.harvest_database_url = harvest::testing::with_database(admin, harvest_db);
-    config.profile = "dev";
+    config.profile = engine::Profile::kDev;
     auto source = mock("s");
     auto app = HarvestPlugin()
                    .engine_config(config)

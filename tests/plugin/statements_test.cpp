@@ -66,6 +66,19 @@ TEST_F(StatementsTest, every_connector_dlq_statement_prepares_on_the_migrated_sc
 }
 #endif
 
+TEST(WorkChannel, the_channel_workers_listen_on_is_the_one_every_notify_sends_on) {
+  // LISTEN takes an identifier and pg_notify a string, so the name is written
+  // twice (sql/work/listen.sql, sql/fragments/notify_work.sql).
+  const std::string_view listen = engine::sql::work::listen;
+  ASSERT_TRUE(listen.starts_with("LISTEN ")) << listen;
+  const std::string channel(listen.substr(7));
+  for (const auto& [name, text] : engine::sql::kEvery) {
+    if (text.find("pg_notify(") == std::string_view::npos) continue;
+    EXPECT_NE(text.find("pg_notify('" + channel + "'"), std::string_view::npos) << name;
+  }
+  EXPECT_NE(engine::sql::work::notify.find("pg_notify('" + channel + "'"), std::string_view::npos);
+}
+
 TEST_F(StatementsTest, a_statement_naming_a_missing_column_is_caught) {
   // The check itself: a broken statement does fail to prepare.
   EXPECT_NE(prepare("SELECT no_such_column FROM harvest_workflow_executions"), "");

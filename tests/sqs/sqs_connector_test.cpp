@@ -152,7 +152,7 @@ class SqsConnectorTest : public harvest::testing::PgTest {
     plugin::HarvestPlugin p;
     engine::EngineConfig config;
     config = engine_config(config);
-    config.profile = "test";
+    config.profile = engine::Profile::kTest;
     p.engine_config(config)
         .workflows(sqs_workflows())
         .metrics(metrics_)
@@ -245,7 +245,7 @@ TEST_F(SqsConnectorTest,
   config.pool_size = 1;
   config.pool_acquire_timeout = 100ms;
   config = engine_config(config);
-  config.profile = "test";
+  config.profile = engine::Profile::kTest;
   config.metrics = metrics_;
   auto tight = engine::Engine::open(config, sqs_workflows());
   ASSERT_TRUE(tight) << tight.error().message;

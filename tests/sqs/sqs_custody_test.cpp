@@ -102,7 +102,8 @@ class SqsCustodyTest : public harvest::testing::PgTest {
     EXPECT_TRUE(source) << source.error().message;
     engine::EngineConfig engine_config;
     engine_config.database_url = db;
-    engine_config.profile = "dev";  // applies the migrations to a fresh private cluster
+    engine_config.profile =
+        engine::Profile::kDev;  // applies the migrations to a fresh private cluster
     plugin::HarvestPlugin p;
     p.engine_config(engine_config).workflows(ingest_workflow());
     p.connector_with_config(recorded_binding(deliveries).broker_native_dead_letter(), *source,

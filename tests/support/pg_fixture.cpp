@@ -124,7 +124,7 @@ std::string PgTest::text(const std::string& sql, const store::Params& params) {
 
 engine::EngineConfig PgTest::engine_config(engine::EngineConfig config) const {
   config.database_url = db_url_;
-  if (config.profile.empty()) config.profile = "test";
+  if (!config.profile) config.profile = engine::Profile::kTest;
   // Behind a pooler: scripts/test.sh runs the postgres, kafka and sqs suites
   // a second time with HARVEST_TEST_THROUGH_POOLER set to PgBouncer's URL
   // (transaction pooling): every engine a test opens then reaches its shards
@@ -132,7 +132,7 @@ engine::EngineConfig PgTest::engine_config(engine::EngineConfig config) const {
   // deployment behind PgBouncer would. The test's own checks (db(),
   // scalar()) stay direct.
   const char* pooled = std::getenv("HARVEST_TEST_THROUGH_POOLER");
-  if (pooled && *pooled && config.pooler.empty()) {
+  if (pooled && *pooled && !config.pooler) {
     auto through = [&](const std::string& direct) {
       const auto slash = direct.rfind('/');
       const auto q = direct.find('?', slash);
@@ -140,7 +140,7 @@ engine::EngineConfig PgTest::engine_config(engine::EngineConfig config) const {
           pooled,
           direct.substr(slash + 1, q == std::string::npos ? std::string::npos : q - slash - 1));
     };
-    config.pooler = "transaction";
+    config.pooler = engine::Pooler::kTransaction;
     config.listen_urls.clear();
     if (config.shard_urls.empty()) {
       config.listen_urls.push_back(db_url_);

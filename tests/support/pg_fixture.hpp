@@ -59,7 +59,7 @@ class PgTest : public ::testing::Test {
   // Opens an engine over this test's database.
   std::unique_ptr<engine::Engine> open_engine(engine::WorkflowRegistry workflows,
                                               engine::EngineConfig config = {});
-  // `config` pointed at this test's database (profile "test" unless set):
+  // `config` pointed at this test's database (Profile::kTest unless set):
   // for an engine a test builds through the plugin rather than open_engine.
   // In the pooler pass it reaches the database through PgBouncer, as every
   // engine open_engine opens does (see there).

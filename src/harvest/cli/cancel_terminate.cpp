@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include <harvest/api/views.hpp>
+#include <harvest/cli/cancel_terminate.hpp>
 #include <harvest/cli/output.hpp>
-#include <harvest/cli/steer.hpp>
 
 namespace harvest::cli {
 
@@ -10,7 +10,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-void add(CLI::App* cmd, SteerOptions& o) {
+void add(CLI::App* cmd, CancelTerminateOptions& o) {
   cmd->add_option("id", o.id, "execution id (or select runs with --workflow)");
   cmd->add_option("--workflow", o.workflow, "every open run of this workflow type");
   cmd->add_option("--status", o.status, "with --workflow: only runs in this status")
@@ -26,7 +26,7 @@ std::optional<std::string> set(const std::string& v) {
 
 }  // namespace
 
-void add_steer_commands(CLI::App& executions, SteerOptions& o) {
+void add_cancel_terminate_commands(CLI::App& executions, CancelTerminateOptions& o) {
   o.cancel = executions.add_subcommand(
       "cancel",
       "ask a run to cancel: it sees the request at its next durable operation, may compensate, "
@@ -37,8 +37,8 @@ void add_steer_commands(CLI::App& executions, SteerOptions& o) {
   add(o.terminate, o);
 }
 
-int run_steer(engine::Engine& engine, const SteerOptions& o, bool json, std::ostream& out,
-              std::ostream& err) {
+int run_cancel_terminate(engine::Engine& engine, const CancelTerminateOptions& o, bool json,
+                         std::ostream& out, std::ostream& err) {
   const bool terminate = o.terminate->parsed();
   const std::string verb = terminate ? "terminate" : "cancel";
   const std::string by = o.requested_by.empty() ? default_requester() : o.requested_by;

@@ -11,7 +11,7 @@
 
 namespace harvest::cli {
 
-struct SteerOptions {
+struct CancelTerminateOptions {
   std::string id, workflow, status, reason, requested_by;
   bool yes = false;
   CLI::App* cancel = nullptr;
@@ -21,11 +21,11 @@ struct SteerOptions {
 };
 
 // Adds `cancel` and `terminate` under `executions`, binding into `o` (kept).
-void add_steer_commands(CLI::App& executions, SteerOptions& o);
+void add_cancel_terminate_commands(CLI::App& executions, CancelTerminateOptions& o);
 
 // Exit codes: 0 done (or previewed), 1 refused or failed, 2 a usage error
 // (an id and a filter together, or neither).
-[[nodiscard]] int run_steer(engine::Engine& engine, const SteerOptions& o, bool json,
-                            std::ostream& out, std::ostream& err);
+[[nodiscard]] int run_cancel_terminate(engine::Engine& engine, const CancelTerminateOptions& o,
+                                       bool json, std::ostream& out, std::ostream& err);
 
 }  // namespace harvest::cli

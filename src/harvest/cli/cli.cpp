@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include <harvest/api/views.hpp>
+#include <harvest/cli/cancel_terminate.hpp>
 #include <harvest/cli/cli.hpp>
 #include <harvest/cli/connector_dlq.hpp>
 #include <harvest/cli/connectors_status.hpp>
 #include <harvest/cli/output.hpp>
-#include <harvest/cli/steer.hpp>
 #include <harvest/common/strings.hpp>
 #include <harvest/engine/engine.hpp>
 #include <harvest/plugin/migrations.hpp>
@@ -252,7 +252,7 @@ struct Options {
   CLI::App* shards_cmd = nullptr;
   ConnectorDlqOptions connector_dlq;
   ConnectorsOptions connectors;
-  SteerOptions steer;
+  CancelTerminateOptions cancel_terminate;
 };
 
 }  // namespace
@@ -264,7 +264,10 @@ int execute(Options& o, std::ostream& out, std::ostream& err) {
   if (o.connectors.parsed()) return run_connectors_status(o.connectors, o.json, out, err);
   Target target{resolve_url(o.url_flag),
                 split_list(o.shard_flag.empty() ? env_or("HARVEST_SHARD_URLS") : o.shard_flag)};
-  const bool dev = env_or("HARVEST_PROFILE") == "dev";
+  // A HARVEST_PROFILE that does not parse is not dev here; the engine's open
+  // refuses it, naming the value.
+  const auto profile = engine::parse_profile(env_or("HARVEST_PROFILE"));
+  const bool dev = profile && *profile == engine::Profile::kDev;
   if (target.url.empty() && target.shard_urls.empty() && !(dev && !o.migrate_cmd->parsed())) {
     err << "error: no database: pass --database-url or set HARVEST_DATABASE_URL\n";
     return 2;
@@ -285,7 +288,8 @@ int execute(Options& o, std::ostream& out, std::ostream& err) {
     return list_executions(e, o.filter, o.json, out, err);
   }
   if (o.show_cmd->parsed()) return show_execution(e, o.execution_id, o.json, out, err);
-  if (o.steer.parsed()) return run_steer(e, o.steer, o.json, out, err);
+  if (o.cancel_terminate.parsed())
+    return run_cancel_terminate(e, o.cancel_terminate, o.json, out, err);
   if (o.dlq_list->parsed()) return list_dead_letters(e, o.dlq_limit, o.json, out, err);
   if (o.dlq_replay->parsed()) return replay(e, o.replay_id, o.json, out, err);
   if (o.connector_dlq.parsed()) return run_connector_dlq(e, o.connector_dlq, o.json, out, err);
@@ -313,7 +317,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.migrate_cmd = app.add_subcommand("migrate", "apply pending migrations of every module");
   o.migrate_cmd->add_flag("--dry-run", o.dry_run, "only list pending migrations");
 
-  auto* executions = app.add_subcommand("executions", "read and steer workflow executions");
+  auto* executions =
+      app.add_subcommand("executions", "read, cancel and terminate workflow executions");
   executions->require_subcommand(1);
   o.list_cmd = executions->add_subcommand("list", "list executions, newest first");
   o.list_cmd->add_option("--workflow", o.workflow, "only this workflow type");
@@ -328,7 +333,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.list_cmd->add_option("--cursor", o.cursor, "the next page's cursor from a previous listing");
   o.show_cmd = executions->add_subcommand("show", "one execution with its history");
   o.show_cmd->add_option("id", o.execution_id, "execution id")->required();
-  add_steer_commands(*executions, o.steer);
+  add_cancel_terminate_commands(*executions, o.cancel_terminate);
 
   auto* dlq = app.add_subcommand("dlq", "the engine's dead letters (runs that exhausted retries)");
   dlq->require_subcommand(1);

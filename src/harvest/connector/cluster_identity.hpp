@@ -16,7 +16,7 @@
 namespace harvest::connector {
 
 /// Records or checks the cluster `source` reads for `binding` in its key
-/// incarnation (table harvest_connector_clusters, connector migration 0005).
+/// incarnation (table harvest_connector_clusters, migration connector_0005).
 /// Nothing to check when the source reports no cluster id. Errors: kConfig
 /// naming the binding, both ids and the remedies; a store error as it came.
 [[nodiscard]] Status check_cluster_identity(store::Pool& pool, const SourceBinding& binding,

@@ -43,7 +43,7 @@ std::string bytea_hex(const std::string& bytes) {
   return out;
 }
 
-// The stored headers (migration 0004): names as text, values as hex so any
+// The stored headers (migration connector_0004): names as text, values as hex so any
 // bytes survive; bounded by kMaxStoredHeaders / kMaxStoredHeaderBytes.
 store::Param stored_headers(const DeadLetter& l) {
   if (l.headers.empty()) return store::Param{};

@@ -1,6 +1,8 @@
-// Engine: operators steer runs (ENG-17) — cancel (cooperative) and terminate
-// (immediate), one run by id on whichever shard holds it, or every open run
-// matching a filter on every shard.
+// Engine: operators stop runs (ENG-17) — cancel (cooperative: the run sees
+// the request at its next durable operation) and terminate (immediate), one
+// run by id on whichever shard holds it, or every open run matching a filter
+// on every shard. "Stop" in the names below (StopRequest, stop_where) means
+// either of the two.
 #include <fmt/format.h>
 
 #include <harvest/common/ids.hpp>

@@ -34,20 +34,38 @@ struct Resolved {
   DeploymentMode mode = DeploymentMode::kEmbedded;
 };
 
+// `field` if set, else the environment variable `env` parsed by `parse`,
+// else `fallback` when that is unset or empty. The one place HARVEST_PROFILE
+// and HARVEST_DATABASE_POOLER are read.
+template <typename Mode>
+Status resolve_mode(std::optional<Mode>& field, const char* env, Mode fallback,
+                    Result<Mode> (*parse)(std::string_view)) {
+  if (field) return {};
+  const std::string spelled = env_or("", env);
+  if (spelled.empty()) {
+    field = fallback;
+    return {};
+  }
+  auto mode = parse(spelled);
+  if (!mode) return fail(mode.error());
+  field = *mode;
+  return {};
+}
+
 // The harvest database(s): shards, else the split URL, else the embedded
 // one, else (dev profile) the private cluster.
 Result<Resolved> resolve_databases(EngineConfig& config) {
-  config.profile = env_or(config.profile, "HARVEST_PROFILE");
+  if (auto ok = resolve_mode(config.profile, "HARVEST_PROFILE", Profile::kProd, parse_profile);
+      !ok) {
+    return fail(ok.error());
+  }
   config.harvest_database_url = env_or(config.harvest_database_url, "HARVEST_HARVEST_DATABASE_URL");
   config.database_url = env_or(config.database_url, "HARVEST_DATABASE_URL");
   config.instance_id = env_or(config.instance_id, "HARVEST_INSTANCE_ID");
   if (config.shard_urls.empty()) config.shard_urls = split_list(env_or("", "HARVEST_SHARD_URLS"));
-  config.pooler = env_or(config.pooler, "HARVEST_DATABASE_POOLER");
-  if (config.pooler != "" && config.pooler != "none" && config.pooler != "transaction") {
-    return fail(Error::config(fmt::format(
-        "pooler '{}' (EngineConfig::pooler or HARVEST_DATABASE_POOLER) is not one of: none, "
-        "transaction",
-        to_valid_utf8(config.pooler.substr(0, 64)))));
+  if (auto ok = resolve_mode(config.pooler, "HARVEST_DATABASE_POOLER", Pooler::kNone, parse_pooler);
+      !ok) {
+    return fail(ok.error());
   }
   if (config.listen_urls.empty())
     config.listen_urls = split_list(env_or("", "HARVEST_LISTEN_URLS"));
@@ -57,7 +75,7 @@ Result<Resolved> resolve_databases(EngineConfig& config) {
   }
   if (!config.database_url.empty())
     return Resolved{{config.database_url}, DeploymentMode::kEmbedded};
-  if (config.profile == "dev") {
+  if (config.profile == Profile::kDev) {
     auto dev_url = store::ensure_dev_cluster();
     if (!dev_url) return fail(dev_url.error());
     return Resolved{{*dev_url}, DeploymentMode::kDevCluster};
@@ -82,6 +100,46 @@ std::string_view to_string(StartSource source) {
       return "child";
   }
   return "client";
+}
+
+std::string_view to_string(Profile profile) {
+  switch (profile) {
+    case Profile::kDev:
+      return "dev";
+    case Profile::kTest:
+      return "test";
+    case Profile::kProd:
+      return "prod";
+  }
+  return "prod";
+}
+
+Result<Profile> parse_profile(std::string_view value) {
+  for (Profile p : {Profile::kDev, Profile::kTest, Profile::kProd}) {
+    if (value == to_string(p)) return p;
+  }
+  return fail(
+      Error::config(fmt::format("profile '{}' (HARVEST_PROFILE) is not one of: dev, test, prod",
+                                to_valid_utf8(value.substr(0, 64)))));
+}
+
+std::string_view to_string(Pooler pooler) {
+  switch (pooler) {
+    case Pooler::kNone:
+      return "none";
+    case Pooler::kTransaction:
+      return "transaction";
+  }
+  return "none";
+}
+
+Result<Pooler> parse_pooler(std::string_view value) {
+  for (Pooler p : {Pooler::kNone, Pooler::kTransaction}) {
+    if (value == to_string(p)) return p;
+  }
+  return fail(Error::config(
+      fmt::format("pooler '{}' (HARVEST_DATABASE_POOLER) is not one of: none, transaction",
+                  to_valid_utf8(value.substr(0, 64)))));
 }
 
 std::string_view to_string(StartOutcomeKind kind) {
@@ -124,8 +182,9 @@ Engine::Engine(EngineConfig config, WorkflowRegistry workflows, std::vector<std:
       work_(std::make_unique<WorkSignal>()) {
   if (!config_.metrics) config_.metrics = std::make_shared<metrics::NoopMetrics>();
   for (auto& url : urls) {
-    auto pool = std::make_unique<store::Pool>(store::PoolConfig{
-        url, config_.pool_size, config_.pool_acquire_timeout, config_.pooler == "transaction"});
+    auto pool = std::make_unique<store::Pool>(
+        store::PoolConfig{url, config_.pool_size, config_.pool_acquire_timeout,
+                          config_.pooler == Pooler::kTransaction});
     shards_.push_back(Shard{std::move(url), std::move(pool)});
   }
 }
@@ -144,14 +203,14 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineConfig config, WorkflowRegist
                                              std::vector<store::MigrationSet> plugin_migrations) {
   auto resolved = resolve_databases(config);
   if (!resolved) return fail(resolved.error());
-  if (config.pooler == "transaction" && !config.listen_urls.empty() &&
+  if (config.pooler == Pooler::kTransaction && !config.listen_urls.empty() &&
       config.listen_urls.size() != resolved->urls.size()) {
     return fail(Error::config(fmt::format(
         "{} listen URLs (EngineConfig::listen_urls or HARVEST_LISTEN_URLS) for {} shard(s): give "
         "one direct URL per shard, in shard order, or none to poll",
         config.listen_urls.size(), resolved->urls.size())));
   }
-  const bool dev = config.profile == "dev";
+  const bool dev = config.profile == Profile::kDev;
   std::unique_ptr<Engine> engine(new Engine(std::move(config), std::move(workflows),
                                             std::move(resolved->urls), resolved->mode));
   std::vector<store::MigrationSet> sets{engine_migrations()};
@@ -243,7 +302,7 @@ void Engine::record_start(const std::string& workflow, const Result<StartOutcome
 }
 
 std::vector<std::string> Engine::listen_urls() const {
-  if (config_.pooler != "transaction") return shard_urls();
+  if (config_.pooler != Pooler::kTransaction) return shard_urls();
   return config_.listen_urls;
 }
 

@@ -142,7 +142,7 @@ class Engine {
   /// completed are not executed again), with a fresh attempt budget.
   /// NotFound when the execution is not in the dead letters.
   [[nodiscard]] Status replay_dead_letter(const std::string& execution_id);
-  /// ENG-17 (steer.cpp). Cancel: recorded on an open run, which sees it at
+  /// ENG-17 (cancel_terminate.cpp). Cancel: recorded on an open run, which sees it at
   /// its next durable operation and ends `cancelled`; a repeat while it is
   /// pending, or on a run already cancelled, is kAlreadyRequested. Terminate:
   /// the run is `terminated` now; a repeat is kAlreadyTerminated. Errors:
@@ -263,7 +263,7 @@ class Engine {
       std::vector<internal::DerivedStart> requests, bool refuse_collisions);
   std::vector<Result<internal::Derived<SignalWithStartOutcome>>> signal_with_start_batch_derived(
       std::vector<internal::DerivedSignalWithStart> requests, bool refuse_collisions);
-  // steer.cpp
+  // cancel_terminate.cpp
   Result<StopOutcome> stop(const StopRequest& request, bool terminate);
   Result<BulkStopOutcome> stop_where(const StopFilter& filter, const std::string& reason,
                                      const std::string& requested_by, bool dry_run, bool terminate);

@@ -12,7 +12,7 @@
 //
 // Fencing. A worker owns a running execution through its claim's lease token
 // (`Fence`): the run's row in harvest_run_leases (the narrow run queue,
-// migration 0016) names the token. Every write of a run's history or outcome
+// migration engine_0016) names the token. Every write of a run's history or outcome
 // carries the fence and takes effect only while that row names the token, so
 // a worker whose lease lapsed and was taken over can never write again. A
 // held run keeps the status it was claimed in (pending or waiting) on its
@@ -275,7 +275,7 @@ class ExecutionStore {
   // engine's dead letters with reason `crashed_worker` (fenced).
   [[nodiscard]] Result<bool> fail_crashed(const Fence& fence, const std::string& error);
 
-  // ---- operators: cancel and terminate (execution_store_steer.cpp) --------
+  // ---- operators: cancel and terminate (execution_store_cancel_terminate.cpp)
 
   // What a cancel or terminate found. std::nullopt from the calls below:
   // no such execution.

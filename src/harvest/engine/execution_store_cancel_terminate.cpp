@@ -2,7 +2,7 @@
 // cancel, terminate at once, one run or every open run matching a filter —
 // and how a run that saw its cancellation ends.
 #include <harvest/engine/execution_store.hpp>
-#include <harvest/engine/sql/steer.hpp>
+#include <harvest/engine/sql/cancel_terminate.hpp>
 #include <harvest/engine/sql/work.hpp>
 
 namespace harvest::engine {
@@ -39,8 +39,8 @@ long long add_counts(const store::PgResult& rows, std::map<std::string, long lon
 
 Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::request_cancel(
     const std::string& execution_id, const std::string& reason, const std::string& by) {
-  auto r = conn_.exec_pipeline(
-      {{sql::steer::request_cancel, {execution_id, reason, by}}, {sql::work::notify, {}}});
+  auto r = conn_.exec_pipeline({{sql::cancel_terminate::request_cancel, {execution_id, reason, by}},
+                                {sql::work::notify, {}}});
   return stop_result(r ? Result<store::PgResult>(std::move(r->front())) : fail(r.error()));
 }
 
@@ -48,13 +48,13 @@ Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::terminate(
     const std::string& execution_id, const std::string& reason, const std::string& by) {
   // The run's lease (if a worker holds it) goes in the second statement; the
   // worker's next write finds no lease.
-  auto r = conn_.exec_pipeline(
-      {{sql::steer::terminate, {execution_id, reason, by}}, {sql::steer::drop_closed_leases, {}}});
+  auto r = conn_.exec_pipeline({{sql::cancel_terminate::terminate, {execution_id, reason, by}},
+                                {sql::cancel_terminate::drop_closed_leases, {}}});
   return stop_result(r ? Result<store::PgResult>(std::move(r->front())) : fail(r.error()));
 }
 
 Result<long long> ExecutionStore::count_open(const StopFilter& filter) {
-  auto r = conn_.exec(sql::steer::count_open, {filter.workflow, filter.status});
+  auto r = conn_.exec(sql::cancel_terminate::count_open, {filter.workflow, filter.status});
   if (!r) return fail(r.error());
   return r->get_int(0, "n");
 }
@@ -64,7 +64,7 @@ Result<std::map<std::string, long long>> ExecutionStore::request_cancel_where(
   std::map<std::string, long long> total;
   for (;;) {
     auto r = conn_.exec_pipeline(
-        {{sql::steer::request_cancel_where,
+        {{sql::cancel_terminate::request_cancel_where,
           {filter.workflow, filter.status, reason, by, std::to_string(kBulkChunk)}},
          {sql::work::notify, {}}});
     if (!r) return fail(r.error());
@@ -78,23 +78,23 @@ Result<std::map<std::string, long long>> ExecutionStore::terminate_where(const S
   std::map<std::string, long long> total;
   for (;;) {
     auto r = conn_.exec_pipeline(
-        {{sql::steer::terminate_where,
+        {{sql::cancel_terminate::terminate_where,
           {filter.workflow, filter.status, reason, by, std::to_string(kBulkChunk)}},
-         {sql::steer::drop_closed_leases, {}}});
+         {sql::cancel_terminate::drop_closed_leases, {}}});
     if (!r) return fail(r.error());
     if (add_counts(r->front(), total) < kBulkChunk) return total;
   }
 }
 
 Result<std::string> ExecutionStore::cancel_reason(const std::string& execution_id) {
-  auto r = conn_.exec(sql::steer::cancel_reason, {execution_id});
+  auto r = conn_.exec(sql::cancel_terminate::cancel_reason, {execution_id});
   if (!r) return fail(r.error());
   return r->empty() ? std::string() : r->get(0, "reason");
 }
 
 Result<bool> ExecutionStore::finish_cancelled(const Fence& fence, const Json& output,
                                               const std::optional<std::string>& error) {
-  auto r = conn_.exec(sql::steer::finish_cancelled,
+  auto r = conn_.exec(sql::cancel_terminate::finish_cancelled,
                       {fence.execution_id, fence.lease, output.dump(), error});
   if (!r) return fail(r.error());
   return !r->empty();

@@ -58,7 +58,7 @@ Result<std::optional<ExecutionView>> ExecutionStore::get(const std::string& exec
     v.history.push_back(std::move(h));
   }
   // A completion writes no event row either: the row is the completion, shown
-  // last, after every recorded event. Runs completed before migration 0016
+  // last, after every recorded event. Runs completed before migration engine_0016
   // have one (with the output on the row, since 0011).
   if (v.status == "completed" &&
       std::none_of(v.history.begin(), v.history.end(),
@@ -122,7 +122,7 @@ Result<std::vector<ListedExecution>> ExecutionStore::list(
   // The status as shown ($2), as conditions an index serves: a held run
   // (running) is found from the lease table, which holds only the runs in
   // flight; every other status reads harvest_executions_by_status in
-  // creation order (migration 0019), except `completed`, the common one,
+  // creation order (migration engine_0019), except `completed`, the common one,
   // which walks the creation-time index.
   std::string_view statement;
   if (!filter.status) {

@@ -54,7 +54,7 @@ Result<std::string> dump_batch(const Json& batch) {
 // built here): one round trip whatever its size, and no array-literal escaping.
 // A run's input is a `json` column, so it is stored as the text slice of the
 // parameter it arrived in: PostgreSQL checks its syntax once and builds no
-// jsonb from it (migration 0015; docs/performance.md has the measurement). Its
+// jsonb from it (migration engine_0015; docs/performance.md has the measurement). Its
 // length goes along as a LIMIT: the planner otherwise guesses 100 rows for a
 // set-returning function, and on tables without statistics that guess picked
 // hash joins over whole tables (a fresh database started ~20x slower). The

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <harvest/common/error.hpp>
 #include <harvest/common/trace_context.hpp>
 #include <harvest/metrics/recorder.hpp>
 
@@ -238,8 +239,47 @@ struct RetentionConfig {
 
 enum class DeploymentMode { kEmbedded, kSplit, kDevCluster };
 
+/// What `Engine::open` does about the schema and a missing database URL
+/// (EngineConfig::profile). Spelled "dev", "test", "prod" in HARVEST_PROFILE.
+enum class Profile {
+  /// Pending migrations are applied at open and, with no database URL, a
+  /// private local PostgreSQL cluster is started (in $HARVEST_DATA_DIR, else
+  /// ./.harvest/pg).
+  kDev,
+  /// As kProd; names a test process.
+  kTest,
+  /// Pending migrations are not applied: each is a warning at open, for
+  /// `harvest migrate`. A database URL is required.
+  kProd,
+};
+/// "dev", "test" or "prod".
+[[nodiscard]] std::string_view to_string(Profile profile);
+/// The Profile spelled `value` (as to_string spells it). Errors: kConfig
+/// naming the value, HARVEST_PROFILE and the allowed spellings.
+[[nodiscard]] Result<Profile> parse_profile(std::string_view value);
+
+/// How the shards are reached (EngineConfig::pooler). Spelled "none",
+/// "transaction" in HARVEST_DATABASE_POOLER.
+enum class Pooler {
+  /// Directly, or through a pooler in session mode (each connection keeps
+  /// its server session).
+  kNone,
+  /// Through a pooler in transaction mode (PgBouncer `pool_mode =
+  /// transaction`, RDS Proxy), which may run each transaction on another
+  /// server session: harvest then keeps nothing on a session — no named
+  /// prepared statements, no session settings, no session locks — and
+  /// LISTENs only on EngineConfig::listen_urls.
+  kTransaction,
+};
+/// "none" or "transaction".
+[[nodiscard]] std::string_view to_string(Pooler pooler);
+/// The Pooler spelled `value` (as to_string spells it). Errors: kConfig
+/// naming the value, HARVEST_DATABASE_POOLER and the allowed spellings.
+[[nodiscard]] Result<Pooler> parse_pooler(std::string_view value);
+
 /// How `Engine::open` finds and uses its databases. A plain value the engine
-/// copies; string fields left empty fall back to the environment variables named.
+/// copies; fields left empty (or unset) fall back to the environment
+/// variables named, read once at open.
 struct EngineConfig {
   /// The application's database (embedded mode: harvest tables live here).
   /// Default: $HARVEST_DATABASE_URL.
@@ -247,23 +287,20 @@ struct EngineConfig {
   /// A separate harvest database (split/external mode). Default:
   /// $HARVEST_HARVEST_DATABASE_URL. Takes precedence over database_url.
   std::string harvest_database_url;
-  /// "dev" applies pending migrations at open and, with no URL, starts a
-  /// private cluster. Default: $HARVEST_PROFILE.
-  std::string profile;
+  /// Whether open applies pending migrations and may start a private cluster
+  /// (see Profile). Unset: $HARVEST_PROFILE, parsed by parse_profile (another
+  /// value fails open with kConfig), and kProd when that is unset or empty.
+  std::optional<Profile> profile;
   /// Extra shards (ENG-15): when set, these URLs are the shards, in order, and
   /// the URLs above are ignored. Default: $HARVEST_SHARD_URLS (comma-separated).
   std::vector<std::string> shard_urls;
-  /// How the shards are reached: "" or "none" directly (or through a pooler in
-  /// session mode); "transaction" through a pooler in transaction mode
-  /// (PgBouncer `pool_mode = transaction`, RDS Proxy), which may run each
-  /// transaction on another server session: harvest then keeps nothing on a
-  /// session — no named prepared statements, no session settings, no
-  /// session locks — and LISTENs only on `listen_urls`. Other values are
-  /// refused at open. Default: $HARVEST_DATABASE_POOLER.
-  std::string pooler;
+  /// How the shards are reached (see Pooler). Unset:
+  /// $HARVEST_DATABASE_POOLER, parsed by parse_pooler (another value fails
+  /// open with kConfig), and kNone when that is unset or empty.
+  std::optional<Pooler> pooler;
   /// Direct URLs (not through the pooler), one per shard in shard order, on
   /// which workers LISTEN for other processes' starts when `pooler` is
-  /// "transaction" (LISTEN does not survive transaction pooling). Empty:
+  /// kTransaction (LISTEN does not survive transaction pooling). Empty:
   /// idle workers find such starts by polling (WorkerConfig::poll_interval).
   /// Ignored without a transaction pooler, where the shard URLs are used.
   /// Default: $HARVEST_LISTEN_URLS (comma-separated).

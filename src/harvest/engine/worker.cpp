@@ -13,8 +13,8 @@
 #include <harvest/common/log.hpp>
 #include <harvest/engine/execution_store.hpp>
 #include <harvest/engine/history_writer.hpp>
+#include <harvest/engine/run_outcome.hpp>
 #include <harvest/engine/run_state.hpp>
-#include <harvest/engine/sql/work.hpp>
 #include <harvest/engine/work_signal.hpp>
 #include <harvest/engine/worker.hpp>
 
@@ -28,15 +28,6 @@ void nap(std::stop_token st, std::chrono::milliseconds d) {
   std::condition_variable_any cv;
   std::unique_lock lock(mu);
   cv.wait_for(lock, st, d, [] { return false; });
-}
-
-// The longest a stored error text may be (it is served by the API).
-constexpr size_t kMaxErrorText = 4096;
-
-std::string error_text(const std::string& what) {
-  std::string e = to_valid_utf8(what);
-  if (e.size() > kMaxErrorText) e = to_valid_utf8(e.substr(0, kMaxErrorText)) + "…";
-  return e;
 }
 
 }  // namespace
@@ -254,12 +245,6 @@ Result<bool> Worker::run_one() {
   return true;
 }
 
-void Worker::observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started) {
-  engine_.metrics().observe(
-      metrics::kEngineRunSeconds, {{"workflow", run.workflow_name}},
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-}
-
 Result<bool> Worker::settle(size_t shard, const ClaimedRun& run,
                             const std::function<Result<bool>(ExecutionStore&)>& write) {
   forget(run.lease);
@@ -276,40 +261,6 @@ Result<bool> Worker::settle(size_t shard, const ClaimedRun& run,
               r.error().describe());
   }
   return r;
-}
-
-void Worker::fail_attempt(size_t shard, const ClaimedRun& run,
-                          std::chrono::milliseconds retry_backoff, const std::string& what,
-                          std::chrono::steady_clock::time_point started) {
-  const std::string error = error_text(what);
-  const Fence fence{run.id, run.lease};
-  if (run.attempt < run.max_attempts) {
-    auto backoff = retry_backoff * (1LL << std::min(run.attempt - 1, 20));
-    log::warn("execution {} ({}) attempt {}/{} failed: {}; retrying in {} ms", run.id,
-              run.workflow_name, run.attempt, run.max_attempts, error, backoff.count());
-    (void)settle(shard, run, [&](ExecutionStore& s) {
-      return s.retry_later(fence, error, backoff, run.attempt);
-    });
-    return;
-  }
-  log::error("execution {} ({}) failed after {} attempts: {}", run.id, run.workflow_name,
-             run.attempt, error);
-  (void)settle(shard, run, [&](ExecutionStore& s) { return s.fail_run(fence, error); });
-  engine_.metrics().increment(metrics::kEngineRunsFailed, {{"workflow", run.workflow_name}});
-  observe_run(run, started);
-}
-
-void Worker::end_cancelled(size_t shard, const ClaimedRun& run, const Json& output,
-                           const std::optional<std::string>& error,
-                           std::chrono::steady_clock::time_point started) {
-  const Fence fence{run.id, run.lease};
-  auto done = settle(shard, run, [&](ExecutionStore& s) {
-    return s.finish_cancelled(fence, output, error ? std::optional(error_text(*error)) : error);
-  });
-  if (!done || !*done) return;  // resumes elsewhere, or was terminated meanwhile
-  log::info("execution {} ({}) cancelled", run.id, run.workflow_name);
-  engine_.metrics().increment(metrics::kEngineRunsCancelled, {{"workflow", run.workflow_name}});
-  observe_run(run, started);
 }
 
 bool Worker::contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def) {
@@ -335,6 +286,8 @@ bool Worker::contain_crash_loop(size_t shard, const ClaimedRun& run, const Workf
 
 void Worker::execute(Claimed c) {
   const size_t shard = c.shard;
+  // The flag the claim registered for the run, raised by a lease renewal
+  // that finds a cancel request.
   std::shared_ptr<std::atomic<bool>> cancel;
   {
     std::lock_guard lock(mu_);
@@ -348,124 +301,21 @@ void Worker::execute(Claimed c) {
   std::optional<log::ScopedFields> trace_fields;
   if (run.trace) trace_fields.emplace(fmt::format("trace_id={}", run.trace->trace_id()));
   const WorkflowDef* def = engine_.workflows().find(run.workflow_name);
-  const Fence fence{run.id, run.lease};
   const auto started = std::chrono::steady_clock::now();
   if (contain_crash_loop(shard, run, *def)) return;
-  // ENG-19: however a keyed run leaves this worker, a run waiting for its
-  // key may now be claimed: wake the workers here and in other processes.
-  struct WakeKeyWaiters {
-    Worker& w;
-    size_t shard;
-    bool keyed;
-    ~WakeKeyWaiters() {
-      if (!keyed) return;
-      w.engine_.work_signal().notify();
-      if (!w.config_.listen) return;
-      if (auto conn = w.engine_.pool(shard).acquire()) {
-        (void)(*conn)->exec(sql::work::notify);
-      }
-    }
-  } wake{*this, shard, def->options.concurrency.has_value()};
-  // ENG-20: a run that queued for or held a durable lock may have just ended
-  // with it; the locks of ended runs pass to the next run in line.
-  struct SweepLocks {
-    Worker& w;
-    size_t shard;
-    const RunState& state;
-    ~SweepLocks() {
-      if (state.used_locks()) w.sweep_locks(shard);
-    }
-  } sweep{*this, shard, state};
-  // An attempt that fails after the run saw its cancellation ends it
-  // cancelled: a cancelled run is never retried.
-  auto failed = [&](const std::string& what) {
-    if (state.cancel_delivered()) {
-      end_cancelled(shard, run, nullptr, what, started);
-      return;
-    }
-    fail_attempt(shard, run, def->options.retry_backoff, what, started);
-  };
+  // Made after the crash-loop check, so a contained run neither sweeps locks
+  // nor wakes key waiters on the way out; destroyed before trace_fields, so
+  // its lines name the trace too.
+  RunOutcome outcome(*this, shard, state, *def, started);
   try {
     WorkflowContext ctx(state);
     Json output = def->fn(ctx, state.run().input);
     HARVEST_FAULT_POINT("worker.before_complete");
-    if (state.cancel_delivered()) {
-      // It caught its Cancelled, compensated and returned.
-      if (!check_json_storable(output)) output = nullptr;
-      end_cancelled(shard, run, output, std::nullopt, started);
-      return;
-    }
-    if (auto ok = check_json_storable(output); !ok) {
-      // An output PostgreSQL cannot store fails the attempt rather than
-      // leaving the run to be re-leased forever.
-      failed("cannot record the workflow's output: " + ok.error().message);
-      return;
-    }
-    CompletedRun completion;
-    Result<bool> done = false;
-    if (run.entity_reuse) {
-      // An entity run may hand unread signals to its next run: its own path.
-      done = settle(shard, run, [&](ExecutionStore& s) -> Result<bool> {
-        auto c = s.complete(fence, output, run.entity_reuse);
-        if (!c) return fail(c.error());
-        completion = std::move(*c);
-        return completion.completed;
-      });
-    } else {
-      forget(run.lease);
-      done = writers_.at(shard)->complete(fence, output);
-      if (!done) {
-        log::warn("execution {}: cannot record outcome ({}); it resumes after its lease lapses",
-                  run.id, done.error().describe());
-      }
-    }
-    if (!done && is_permanent(done.error())) {
-      failed("cannot record the workflow's output: " + done.error().message);
-      return;
-    }
-    // Not recorded (transient: the lease lapses and it runs again) or the
-    // lease was taken over: whoever completes it counts it.
-    if (!done || !*done) return;
-    if (completion.next_run) {
-      log::info(
-          "execution {} ({} '{}') completed with {} signal(s) unread; they go to its next "
-          "run {}",
-          run.id, run.workflow_name, run.workflow_id.value_or(""), completion.carried_signals,
-          *completion.next_run);
-      engine_.metrics().increment(metrics::kEngineSignalsCarried, {{"workflow", run.workflow_name}},
-                                  completion.carried_signals);
-      engine_.work_signal().notify();
-    }
-    engine_.metrics().increment(metrics::kEngineRunsCompleted, {{"workflow", run.workflow_name}});
-    observe_run(run, started);
-  } catch (const Suspension& s) {
-    const long long until_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(s.until.time_since_epoch()).count();
-    (void)settle(shard, run, [&](ExecutionStore& st) {
-      return st.suspend(fence, state.signal_seq_seen(), until_ms);
-    });
-  } catch (const Cancelled&) {
-    end_cancelled(shard, run, nullptr, std::nullopt, started);
-  } catch (const LeaseLost&) {
-    log::warn(
-        "execution {}: lease lost (taken over by another worker, or the run was "
-        "terminated); stopping this run",
-        run.id);
-    forget(run.lease);
-  } catch (const HistoryUnavailable& h) {
-    log::warn("execution {}: history unavailable ({}); retrying shortly", run.id,
-              h.error.describe());
-    (void)settle(shard, run,
-                 [&](ExecutionStore& s) { return s.release(fence, std::chrono::seconds(1)); });
-  } catch (const fault::InjectedCrash&) {
-    // The component "died" here: no outcome is written and the lease is not
-    // renewed, exactly as if the process had been killed.
-    forget(run.lease);
-    throw;
-  } catch (const std::exception& e) {
-    failed(e.what());
+    outcome.returned(std::move(output));
   } catch (...) {
-    failed("the workflow threw a non-standard exception");
+    // What recording the outcome throws (an injected crash in a history
+    // write, say) is handled as the workflow's own throw would be.
+    outcome.threw(std::current_exception());
   }
 }
 

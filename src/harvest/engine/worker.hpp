@@ -107,7 +107,8 @@ class Worker {
   [[nodiscard]] static int default_concurrency(unsigned hardware_threads);
 
  private:
-  struct Claimed;  // a claimed run and its shard (worker.cpp)
+  struct Claimed;    // a claimed run and its shard (worker.cpp)
+  class RunOutcome;  // how a run leaves the worker (run_outcome.hpp)
   void run_loop(std::stop_token st);
   void heartbeat_loop(std::stop_token st);
   void maintenance_loop(std::stop_token st);
@@ -123,20 +124,10 @@ class Worker {
   /// elsewhere.
   Result<bool> settle(size_t shard, const ClaimedRun& run,
                       const std::function<Result<bool>(ExecutionStore&)>& write);
-  /// The attempt failed: retry with backoff, or record the failure (and the
-  /// engine dead letter) once the attempts are used up.
-  void fail_attempt(size_t shard, const ClaimedRun& run, std::chrono::milliseconds retry_backoff,
-                    const std::string& what, std::chrono::steady_clock::time_point started);
-  /// The run saw its cancellation: it ends `cancelled` with what it returned
-  /// (`output`) or the error it ended with.
-  void end_cancelled(size_t shard, const ClaimedRun& run, const Json& output,
-                     const std::optional<std::string>& error,
-                     std::chrono::steady_clock::time_point started);
   /// ENG-18: a run taken over from crashed holders `poison_pill_threshold`
   /// times in a row is failed into the dead letters instead of executed.
   /// True when it was (or its outcome could not be written).
   bool contain_crash_loop(size_t shard, const ClaimedRun& run, const WorkflowDef& def);
-  void observe_run(const ClaimedRun& run, std::chrono::steady_clock::time_point started);
   void forget(const std::string& lease);
   /// Logs a claim that failed (`failure`) or succeeded, at most one line per
   /// 10 s while claims keep failing. Caller holds mu_.

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <set>
 
 #include <harvest/common/log.hpp>
 #include <harvest/store/pg.hpp>
 #include <harvest/store/pg_error.hpp>
+#include <harvest/store/pipeline.hpp>
 #include <harvest/store/sql/session.hpp>
 
 namespace harvest::store {
@@ -165,7 +165,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   // to track, so statements are sent unprepared there.
   // Behind a transaction pooler nothing is prepared by name (the next
   // transaction may run on another server session), and the planner
-  // settings below are set for the pipeline's transaction only.
+  // settings (pipeline::frame) are set for the pipeline's transaction only.
   const bool prepare = owned_ && !pooled_;
   if (statements.size() == 1 && !(statements.front().prepared() && prepare) &&
       !(pooled_ && statements.front().keyed())) {
@@ -178,122 +178,20 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
   if (PQenterPipelineMode(conn_) != 1) {
     return fail(classify_pg_error(nullptr, conn_, "entering pipeline mode"));
   }
-  // Plan::kKeyed statements run between two set_config calls (results
-  // dropped). SET is transactional: if the pipeline's transaction aborts
-  // before the second call, the first is undone with it.
-  static const Statement kKeyedOn{sql::session::keyed_on, {}, Plan::kPrepared};
-  static const Statement kKeyedOff{sql::session::keyed_off, {}, Plan::kPrepared};
-  // The pooled forms: local to the pipeline's transaction (implicit, or the
-  // caller's), so they never outlive it on a shared server session.
-  static const Statement kKeyedOnLocal{sql::session::keyed_on_local, {}};
-  static const Statement kKeyedOffLocal{sql::session::keyed_off_local, {}};
-  const Statement& keyed_on = pooled_ ? kKeyedOnLocal : kKeyedOn;
-  const Statement& keyed_off = pooled_ ? kKeyedOffLocal : kKeyedOff;
-  std::vector<const Statement*> sends;
-  std::vector<bool> injected;
-  bool keyed = false;
-  for (const auto& st : statements) {
-    const bool want = owned_ && st.keyed();
-    if (want != keyed) {
-      sends.push_back(want ? &keyed_on : &keyed_off);
-      injected.push_back(true);
-      keyed = want;
-    }
-    sends.push_back(&st);
-    injected.push_back(false);
-  }
-  if (keyed) {
-    sends.push_back(&keyed_off);
-    injected.push_back(true);
-  }
-  std::optional<Error> send_error;
-  // Statements prepared in this pipeline: their PQsendPrepare result comes
-  // first and is read (and dropped) before the statement's own.
-  std::vector<bool> preparing(sends.size(), false);
-  std::vector<std::string> fresh;
-  for (size_t i = 0; i < sends.size(); ++i) {
-    const auto& st = *sends[i];
-    std::vector<const char*> values;
-    values.reserve(st.params.size());
-    for (const auto& p : st.params) values.push_back(p ? p->c_str() : nullptr);
-    int sent = 0;
-    if (st.prepared() && prepare) {
-      auto it = prepared_.find(st.sql);
-      if (it == prepared_.end()) {
-        std::string name = "harvest_" + std::to_string(next_prepared_++);
-        if (PQsendPrepare(conn_, name.c_str(), st.sql.c_str(), 0, nullptr) != 1) {
-          send_error = classify_pg_error(nullptr, conn_, "preparing a pipelined statement");
-          break;
-        }
-        preparing[i] = true;
-        it = prepared_.emplace(st.sql, std::move(name)).first;
-        fresh.push_back(st.sql);
-      }
-      sent = PQsendQueryPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
-                                 values.data(), nullptr, nullptr, 0);
-    } else {
-      sent = PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
-    }
-    if (sent != 1) {
-      send_error = classify_pg_error(nullptr, conn_, "sending a pipelined statement");
-      break;
-    }
-  }
-  std::set<std::string> confirmed;  // fresh statements whose prepare succeeded
-  if (!send_error && PQpipelineSync(conn_) != 1) {
-    send_error = classify_pg_error(nullptr, conn_, "syncing a pipeline");
-  }
-  std::vector<PgResult> out;
-  std::optional<Error> first_error = send_error;
-  if (!send_error) {
-    // Each statement yields its result then a NULL; the sync yields
-    // PGRES_PIPELINE_SYNC. Statements after a failure come back aborted.
-    for (size_t i = 0; i < sends.size(); ++i) {
-      if (preparing[i]) {
-        PGresult* prep = PQgetResult(conn_);
-        if (prep == nullptr) {
-          first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
-          break;
-        }
-        if (PQresultStatus(prep) == PGRES_COMMAND_OK) {
-          confirmed.insert(sends[i]->sql);
-        } else if (!first_error) {
-          first_error =
-              classify_pg_error(PQresultStatus(prep) == PGRES_PIPELINE_ABORTED ? nullptr : prep,
-                                conn_, "preparing a pipelined statement");
-        }
-        PQclear(prep);
-        while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
-      }
-      PGresult* r = PQgetResult(conn_);
-      if (r == nullptr) {
-        first_error = first_error.value_or(classify_pg_error(nullptr, conn_, "pipeline result"));
-        break;
-      }
-      PgResult result(r);
-      const auto status = PQresultStatus(r);
-      if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && !first_error) {
-        first_error = classify_pg_error(status == PGRES_PIPELINE_ABORTED ? nullptr : r, conn_,
-                                        "pipelined query failed");
-      }
-      if (!injected[i]) out.push_back(std::move(result));
-      while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the NULL terminator
-    }
-    // Drain to the sync point.
-    while (PGresult* r = PQgetResult(conn_)) {
-      const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-      PQclear(r);
-      if (sync) break;
-    }
-  }
-  if (commits && !send_error && first_error && PQstatus(conn_) != CONNECTION_OK) {
+  std::vector<pipeline::Step> steps = pipeline::frame(statements, owned_, pooled_);
+  pipeline::Sent sent = pipeline::send(conn_, steps, prepare, prepared_, next_prepared_);
+  pipeline::Collected got;
+  if (!sent.error) got = pipeline::collect(conn_, steps);
+  const std::optional<Error> first_error = sent.error ? sent.error : got.first_error;
+  // Outside a transaction the sync point is the commit: sent, and the
+  // connection broke before its answer came.
+  if (commits && !sent.error && first_error && PQstatus(conn_) != CONNECTION_OK) {
     note_commit_in_doubt("a pipeline's sync point");
   }
   // A statement is known to the session only once its prepare succeeded
   // (names are never reused, so one prepared but unconfirmed is harmless).
-  for (const auto& sql : fresh) {
-    if (!confirmed.contains(sql)) prepared_.erase(sql);
+  for (const auto& sql : sent.fresh) {
+    if (!got.confirmed.contains(sql)) prepared_.erase(sql);
   }
   if (PQexitPipelineMode(conn_) != 1) {
     // Results left unread: this connection's protocol state is unknown, so
@@ -306,7 +204,7 @@ Result<std::vector<PgResult>> Connection::exec_pipeline(const std::vector<Statem
                                                         "could not leave pipeline mode")));
   }
   if (first_error) return fail(*first_error);
-  return out;
+  return std::move(got.results);
 }
 
 Result<PgResult> Connection::exec_prepared(std::string_view sql, const Params& params) {

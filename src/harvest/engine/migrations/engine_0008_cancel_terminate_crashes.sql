@@ -1,4 +1,4 @@
--- Operators steer runs (ENG-17) and a crash-looping run is contained
+-- Operators cancel or terminate runs (ENG-17) and a crash-looping run is contained
 -- (ENG-18).
 --
 -- Two more terminal statuses: `cancelled` (the run saw a cancel request at a

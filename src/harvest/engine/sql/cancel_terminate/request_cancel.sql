@@ -6,7 +6,7 @@
 -- before the request), `was_requested` (a cancel was already requested) and
 -- `changed` (this request took).
 WITH
-\ir ../fragments/steer_target.sql
+\ir ../fragments/target_locked.sql
 ,
 upd AS (UPDATE harvest_workflow_executions e SET cancel_requested_at = now(),
   cancel_reason = $2, updated_at = now(),

@@ -6,7 +6,7 @@
 -- before the terminate), `was_requested` (a cancel had been requested) and
 -- `changed` (this terminate took).
 WITH
-\ir ../fragments/steer_target.sql
+\ir ../fragments/target_locked.sql
 ,
 upd AS (UPDATE harvest_workflow_executions e SET status = 'terminated', error = $2,
   completed_at = now(), updated_at = now()

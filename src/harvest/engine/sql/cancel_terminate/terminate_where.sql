@@ -6,7 +6,7 @@
 -- runs' error), $4: who asked, $5: the chunk's size
 -- Returns `workflow_name` and `n`, the runs changed per workflow.
 WITH t AS (SELECT id FROM harvest_workflow_executions e WHERE
-\ir ../fragments/steer_open.sql
+\ir ../fragments/open_matching_filter.sql
   ORDER BY id LIMIT $5 FOR NO KEY UPDATE),
 upd AS (UPDATE harvest_workflow_executions e SET status = 'terminated', error = $3,
   completed_at = now(), updated_at = now()

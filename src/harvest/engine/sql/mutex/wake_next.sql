@@ -11,4 +11,6 @@ woken AS (UPDATE harvest_workflow_executions e SET signal_seq = e.signal_seq + 1
   run_after = CASE WHEN e.status = 'waiting' THEN LEAST(e.run_after, now())
   ELSE e.run_after END, updated_at = now()
   FROM head WHERE e.id = head.execution_id AND head.granted_at IS NULL RETURNING e.id)
-SELECT pg_notify('harvest_work', '') FROM woken
+SELECT
+\ir ../fragments/notify_work.sql
+FROM woken

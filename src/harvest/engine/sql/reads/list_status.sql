@@ -1,6 +1,6 @@
 -- A page of the runs of one status other than completed, pending, waiting or
 -- running (a closed one: failed, cancelled or terminated), read from
--- harvest_executions_by_status in creation order (migration 0019).
+-- harvest_executions_by_status in creation order (migration engine_0019).
 -- $1: workflow name, $2: the status,
 -- $3: start source, $4: cursor's created_us (null: the first page),
 -- $5: cursor's execution id, $6: page size, $7: workflow id, $8: workflow

@@ -1,6 +1,6 @@
 -- A page of the pending or waiting runs that no worker holds (those shown as
 -- pending or waiting), read from harvest_executions_by_status in creation
--- order (migration 0019).
+-- order (migration engine_0019).
 -- $1: workflow name, $2: 'pending' or 'waiting',
 -- $3: start source, $4: cursor's created_us (null: the first page),
 -- $5: cursor's execution id, $6: page size, $7: workflow id, $8: workflow

@@ -1,6 +1,6 @@
 -- A page of the pending or waiting runs that no worker holds (those shown as
 -- pending or waiting), read from harvest_executions_by_status in creation
--- order (migration 0019).
+-- order (migration engine_0019).
 -- Without a workflow name but with a workflow id (or prefix): every workflow
 -- name that has a named run is listed, so the id is an index condition.
 -- $1: workflow name, $2: 'pending' or 'waiting',

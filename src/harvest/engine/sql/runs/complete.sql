@@ -1,6 +1,6 @@
 -- Completes a run, if its lease still holds it (ending the lease). The row is
 -- the completion: history shows WorkflowCompleted from its status, output and
--- completed_at (no event row, migration 0016).
+-- completed_at (no event row, migration engine_0016).
 -- $1: execution id, $2: lease token, $3: output (json text)
 -- Returns one row (`id`) when completed, none otherwise.
 WITH

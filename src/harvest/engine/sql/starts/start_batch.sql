@@ -2,7 +2,7 @@
 -- run holds: one row each, carrying its key's claim and the fingerprint of
 -- the record the key came from (no event: history shows WorkflowStarted from
 -- the row). A key still claimed by a v1 claim row (harvest_start_claims,
--- migration 0013) is held too. Inserts are ordered (by workflow_id then batch
+-- migration engine_0013) is held too. Inserts are ordered (by workflow_id then batch
 -- position, keyless-id items by key) so that concurrent batches take index
 -- locks in one order, and the earliest item of a workflow_id is the one that
 -- creates it.

@@ -1,3 +1,5 @@
 -- Wakes idle workers, here and in other processes (they LISTEN on
 -- harvest_work), when the transaction commits.
-SELECT pg_notify('harvest_work', '')
+-- Returns one row (a void value).
+SELECT
+\ir ../fragments/notify_work.sql
