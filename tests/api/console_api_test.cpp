@@ -8,7 +8,9 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "api_fixture.hpp"
 #include <harvest/common/trace_context.hpp>
@@ -109,7 +111,22 @@ TEST_F(ConsoleApiTest, the_pages_are_served_under_ui_with_a_strict_policy_and_no
       EXPECT_EQ(script.find(sink), std::string::npos) << name << ": " << sink;
     }
   }
-  EXPECT_EQ(c.Get("/ui/app.css")->status, 200);
+  // The stylesheets: one cascade in four files, linked in this order (a
+  // later sheet wins a tie), each served as CSS.
+  std::vector<std::string> sheets;
+  constexpr std::string_view kSheet = "<link rel=\"stylesheet\" href=\"";
+  for (size_t at = 0; (at = page->body.find(kSheet, at)) != std::string::npos;) {
+    at += kSheet.size();
+    sheets.push_back(page->body.substr(at, page->body.find('"', at) - at));
+  }
+  EXPECT_EQ(sheets, (std::vector<std::string>{"base.css", "tables.css", "forms.css", "views.css"}));
+  for (const auto& name : sheets) {
+    auto sheet = c.Get("/ui/" + name);
+    ASSERT_TRUE(sheet) << name;
+    EXPECT_EQ(sheet->status, 200) << name;
+    EXPECT_EQ(sheet->get_header_value("Content-Type"), "text/css; charset=utf-8") << name;
+    EXPECT_NE(sheet->body.find('{'), std::string::npos) << name;
+  }
   auto bare = c.Get("/ui");
   ASSERT_TRUE(bare);
   EXPECT_EQ(bare->status, 308);

@@ -71,12 +71,22 @@ export async function accessibilityViolations(page) {
 }
 
 // What is wrong with the page, if anything: a script planted in data ran,
-// the page grows sideways, or a table is wider than its panel (a clipped
-// column scrolls out of sight).
+// a stylesheet it links did not load (refused, missing or empty), the page
+// grows sideways, or a table is wider than its panel (a clipped column
+// scrolls out of sight).
 export async function inertProblems(page) {
   return page.evaluate(() => {
     const out = [];
     if (window.__pwned !== undefined) out.push('a planted script ran');
+    for (const link of document.querySelectorAll('link[rel="stylesheet"]')) {
+      let rules = 0;
+      try {
+        rules = link.sheet?.cssRules.length ?? 0;
+      } catch {
+        // another origin's sheet: its rules are not readable
+      }
+      if (rules === 0) out.push(`stylesheet ${link.getAttribute('href')} did not load`);
+    }
     const sideways = document.documentElement.scrollWidth - window.innerWidth;
     if (sideways > 2) out.push(`the page scrolls sideways by ${sideways}px`);
     for (const w of document.querySelectorAll('.table-wrap')) {

@@ -5,8 +5,8 @@
 // nav.js and one module per page). No framework and no build step. The page is
 // served with `Content-Security-Policy: default-src 'self'; frame-ancestors
 // 'none'`, so there is no inline script, no inline style and no eval here:
-// styling happens through classes in app.css and events through
-// addEventListener.
+// styling happens through classes in the stylesheets (base.css and the
+// three index.html links after it) and events through addEventListener.
 //
 // The inert-text rule: everything the server sends (payloads, ids, workflow
 // names, reasons, error texts) may have been chosen by whoever produced a

@@ -1,6 +1,6 @@
-// harvest console: the connector dead letters: the filtered list with its bulk
-// replay and purge, and one dead letter's page (summary, payload viewer with
-// hex dump, key and headers, replay and purge).
+// harvest console: the connector dead letters (dead-lettered broker messages):
+// the filtered list with its bulk replay and purge, and one dead letter's page
+// (summary, payload viewer with hex dump, key and headers, replay and purge).
 
 import {
   HEX_DUMP_LIMIT, DLQ_FILTERS, ISO_PLACEHOLDER, el, on, enc, route, visible, data, cell, dataTable, pagingButtons,
@@ -72,7 +72,7 @@ export async function pageConnectorDeadLetters(ctx) {
   ctx.mount(heading, form, actionStatus,
     hasFilter ? bulkControls(filter)
       : el('p', { class: 'muted' }, 'Set a filter to replay or purge the matching dead letters in bulk.'),
-    el('p', { class: 'muted' }, `Showing ${plural(items.length, 'dead letter')}, newest first` +
+    el('p', { class: 'muted' }, `Dead-lettered broker messages, newest first: ${items.length} shown` +
       (cursor ? ' (older page)' : '') + (body.next_cursor ? '; older ones follow.' : '.')),
     dataTable({
       id: 'connector-dead-letters',

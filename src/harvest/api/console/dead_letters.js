@@ -1,5 +1,5 @@
-// harvest console: the engine dead letters page (executions that failed for
-// good, each with a Replay button).
+// harvest console: the engine dead letters page (dead-lettered runs, each
+// with a Replay button).
 
 import {
   el, on, enc, route, visible, cell, dataTable, pagingButtons, short, setTitle, timeCell, describeResult,
@@ -14,7 +14,7 @@ export async function pageDeadLetters(ctx) {
   const heading = el('h1', null, 'Engine dead letters');
   const cursor = ctx.route.params.get('cursor') || '';
   const intro = el('p', { class: 'muted' },
-    `Executions that failed for good, newest first, 100 a page${cursor ? ' (older page)' : ''}.`);
+    `Dead-lettered runs (out of attempts, or crashing their workers), newest first, 100 a page${cursor ? ' (older page)' : ''}.`);
   let body;
   try {
     body = await api('/dead-letters' + query(new URLSearchParams({ limit: '100', ...(cursor ? { cursor } : {}) })));

@@ -96,7 +96,7 @@ export function visible(value) {
   });
 }
 
-// Data goes into elements with dir="ltr" that app.css isolates
+// Data goes into elements with dir="ltr" that base.css isolates
 // (unicode-bidi: isolate): a U+202E RIGHT-TO-LEFT OVERRIDE inside a workflow
 // name then reorders only that name, never the labels and buttons around it.
 export function data(value, cls = '') {
