@@ -1,5 +1,7 @@
-// The `harvest` CLI's engine commands (executions, dlq, shards) against the
-// test database, driven through run_cli: exit codes, tables, --json, errors.
+// The `harvest` CLI's engine commands (executions, dead-letters, shards)
+// against the test database, driven through run_cli: exit codes, tables,
+// --json, errors. Most dead-letter cases here call `dlq`, the alias kept from
+// the command's first name; one test checks both names answer alike.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -214,6 +216,25 @@ TEST_F(CliTest, dlq_list_and_replay_a_run_that_exhausted_its_retries) {
   expect_one_error_line(id);
   EXPECT_EQ(run({"--json", "dlq", "replay", "6b1f3a34-7a9e-4c47-a0a2-1d8c1f2b9f00"}), 1);
   expect_one_error_line("error: ");
+}
+
+// The dead-letter commands are named like their HTTP routes; `dlq` and
+// `connector-dlq`, the names they had first, still answer, the same way.
+TEST_F(CliTest, dead_letter_commands_answer_to_their_route_names_and_their_old_aliases) {
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"dead-letters", "dlq"}, {"connector-dead-letters", "connector-dlq"}};
+  for (const auto& [name, alias] : names) {
+    ASSERT_EQ(run({name, "list", "--json"}), 0) << name << ": " << err_.str();
+    EXPECT_EQ(json_out(), (Json{{"items", Json::array()}})) << name;
+    ASSERT_EQ(run({alias, "list", "--json"}), 0) << alias << ": " << err_.str();
+    EXPECT_EQ(json_out(), (Json{{"items", Json::array()}})) << alias;
+    EXPECT_EQ(raw({alias, "--help"}), 0) << alias;
+    EXPECT_TRUE(out_has("Usage: harvest " + name)) << "the alias's help names " << name << "\n"
+                                                   << out_.str();
+  }
+  EXPECT_EQ(raw({"--help"}), 0);
+  EXPECT_TRUE(out_has("dead-letters, dlq")) << out_.str();
+  EXPECT_TRUE(out_has("connector-dead-letters, connector-dlq")) << out_.str();
 }
 
 // Secrets stay out of output: `harvest shards` shows where a shard is,

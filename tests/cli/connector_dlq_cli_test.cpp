@@ -1,6 +1,8 @@
-// `harvest connector-dlq list|show|replay|purge` against the test database,
-// driven through run_cli: tables, --json in the API's shapes, filters,
-// refusals without a filter, exit codes and --help.
+// `harvest connector-dead-letters list|show|replay|purge` against the test
+// database, driven through run_cli: tables, --json in the API's shapes,
+// filters, refusals without a filter, exit codes and --help. The cases call it
+// by its alias `connector-dlq`, its first name; cli_test.cpp checks that both
+// names answer alike.
 #include <gtest/gtest.h>
 
 #include <sstream>

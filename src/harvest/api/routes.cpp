@@ -98,7 +98,7 @@ std::vector<RouteSpec> route_specs(std::string_view prefix) {
   out.push_back(spec("replay_dead_letter", Method::kPost, p + "/dead-letters/{execution_id}/replay",
                      {200, 404, 409}));
 
-  // Connector dead letters (poison broker messages) for operators. Replay
+  // Connector dead letters (dead-lettered broker messages) for operators. Replay
   // only marks rows: the binding's runtime, which holds the mapper, replays
   // them.
   out.push_back(

@@ -47,8 +47,8 @@ Result<std::unique_ptr<engine::Engine>> open_engine(const Target& target) {
       target.url.empty() && !target.shard_urls.empty() ? target.shard_urls.front() : target.url;
   config.shard_urls = target.shard_urls;
   config.pool_size = 2;
-  // The CLI runs no workflow: list/show/dlq work for any workflow name, since
-  // they read rows, not registrations.
+  // The CLI runs no workflow: the executions and dead-letters commands work
+  // for any workflow name, since they read rows, not registrations.
   return engine::Engine::open(std::move(config), engine::WorkflowRegistry{});
 }
 
@@ -242,13 +242,13 @@ struct Options {
   engine::ExecutionFilter filter;
   std::string workflow, status, source, cursor;
   std::string execution_id;
-  size_t dlq_limit = 100;
+  size_t dead_letter_limit = 100;
   std::string replay_id;
   CLI::App* migrate_cmd = nullptr;
   CLI::App* list_cmd = nullptr;
   CLI::App* show_cmd = nullptr;
-  CLI::App* dlq_list = nullptr;
-  CLI::App* dlq_replay = nullptr;
+  CLI::App* dead_letters_list = nullptr;
+  CLI::App* dead_letters_replay = nullptr;
   CLI::App* shards_cmd = nullptr;
   ConnectorDlqOptions connector_dlq;
   ConnectorsOptions connectors;
@@ -290,8 +290,9 @@ int execute(Options& o, std::ostream& out, std::ostream& err) {
   if (o.show_cmd->parsed()) return show_execution(e, o.execution_id, o.json, out, err);
   if (o.cancel_terminate.parsed())
     return run_cancel_terminate(e, o.cancel_terminate, o.json, out, err);
-  if (o.dlq_list->parsed()) return list_dead_letters(e, o.dlq_limit, o.json, out, err);
-  if (o.dlq_replay->parsed()) return replay(e, o.replay_id, o.json, out, err);
+  if (o.dead_letters_list->parsed())
+    return list_dead_letters(e, o.dead_letter_limit, o.json, out, err);
+  if (o.dead_letters_replay->parsed()) return replay(e, o.replay_id, o.json, out, err);
   if (o.connector_dlq.parsed()) return run_connector_dlq(e, o.connector_dlq, o.json, out, err);
   return 2;
 }
@@ -303,7 +304,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App app{"harvest: durable workflows on PostgreSQL, started from Kafka and SQS"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("harvest ") + HARVEST_VERSION);
-  // Global options may follow the subcommand (`harvest dlq list --json`).
+  // Global options may follow the subcommand (`harvest dead-letters list --json`).
   // Subcommands inherit this setting when they are created, so it comes first.
   app.fallthrough();
   app.add_option("--database-url", o.url_flag,
@@ -335,14 +336,23 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   o.show_cmd->add_option("id", o.execution_id, "execution id")->required();
   add_cancel_terminate_commands(*executions, o.cancel_terminate);
 
-  auto* dlq = app.add_subcommand("dlq", "the engine's dead letters (runs that exhausted retries)");
-  dlq->require_subcommand(1);
-  o.dlq_list = dlq->add_subcommand("list", "list dead-lettered runs");
-  o.dlq_list->add_option("--limit", o.dlq_limit, "at most this many, 1..1000")
+  // Named like the HTTP routes (/dead-letters, /connector-dead-letters); `dlq`
+  // is the name this command had first, kept so existing scripts still work.
+  auto* dead_letters = app.add_subcommand(
+      "dead-letters",
+      "engine dead letters: dead-lettered runs (out of attempts, or crashing their workers)");
+  dead_letters->alias("dlq");
+  dead_letters->require_subcommand(1);
+  o.dead_letters_list =
+      dead_letters->add_subcommand("list", "list dead-lettered runs, newest first");
+  o.dead_letters_list->add_option("--limit", o.dead_letter_limit, "at most this many, 1..1000")
       ->default_val(100)
       ->check(CLI::Range(1, 1000));
-  o.dlq_replay = dlq->add_subcommand("replay", "re-run a dead-lettered execution");
-  o.dlq_replay->add_option("id", o.replay_id, "execution id")->required();
+  o.dead_letters_replay = dead_letters->add_subcommand(
+      "replay",
+      "replay a dead-lettered run: it runs again from its recorded history, with a fresh "
+      "attempt budget");
+  o.dead_letters_replay->add_option("id", o.replay_id, "execution id")->required();
 
   add_connector_dlq_commands(app, o.connector_dlq);
   add_connectors_commands(app, o.connectors);

@@ -18,7 +18,8 @@ void add_filters(CLI::App* cmd, ConnectorDlqOptions& o) {
   cmd->add_option("--binding", o.binding, "only this connector binding");
   cmd->add_option("--stream", o.stream, "only this stream (topic or queue name)");
   cmd->add_option("--reason", o.reason, "only this reason")
-      ->check(CLI::IsMember({"undecodable", "mapping_rejected", "start_rejected", "coordinate_collision"}));
+      ->check(CLI::IsMember(
+          {"undecodable", "mapping_rejected", "start_rejected", "coordinate_collision"}));
   cmd->add_option("--since", o.since,
                   "failed at or after this instant (RFC 3339, e.g. 2026-12-04T06:00:00Z)");
   cmd->add_option("--until", o.until, "failed before this instant (RFC 3339)");
@@ -118,8 +119,8 @@ int replay(DeadLetterStore& store, const ConnectorDlqOptions& o, bool json, std:
   }
   out << fmt::format(
       "marked {} for replay ({} already waiting, {} already replayed); each binding's running "
-      "connector replays its rows within its replay interval: check with `harvest connector-dlq "
-      "list`\n",
+      "connector replays its rows within its replay interval: check with `harvest "
+      "connector-dead-letters list`\n",
       marked->requested, marked->already_requested, marked->already_replayed);
   return 0;
 }
@@ -139,25 +140,32 @@ int purge(DeadLetterStore& store, const ConnectorDlqOptions& o, bool json, std::
 }  // namespace
 
 void add_connector_dlq_commands(CLI::App& app, ConnectorDlqOptions& o) {
-  auto* cmd =
-      app.add_subcommand("connector-dlq", "the connector's dead letters (poison broker messages)");
+  // Named like its HTTP routes (/connector-dead-letters); `connector-dlq` is
+  // the name it had first, kept so existing scripts still work.
+  auto* cmd = app.add_subcommand(
+      "connector-dead-letters",
+      "connector dead letters: dead-lettered broker messages (undecodable, rejected or "
+      "colliding)");
+  cmd->alias("connector-dlq");
   cmd->require_subcommand(1);
-  o.list = cmd->add_subcommand("list", "list connector dead letters, newest first");
+  o.list = cmd->add_subcommand("list", "list dead-lettered broker messages, newest first");
   add_filters(o.list, o);
   o.list->add_option("--limit", o.limit, "at most this many, 1..1000")
       ->default_val(100)
       ->check(CLI::Range(1, 1000));
-  o.show = cmd->add_subcommand("show", "one connector dead letter with its payload");
+  o.show = cmd->add_subcommand("show", "show one dead-lettered broker message with its payload");
   o.show->add_option("id", o.id, "dead letter id")->required();
   o.replay = cmd->add_subcommand(
       "replay",
-      "mark dead letters for replay by their binding's running connector (needs an id or a "
-      "filter; at most 1000 rows per call; replayed rows are left alone)");
+      "replay dead-lettered broker messages: mark them for their binding's running connector to "
+      "dispatch again (needs an id or a filter; at most 1000 rows per call; replayed rows are "
+      "left alone)");
   o.replay->add_option("id", o.id, "dead letter id");
   add_filters(o.replay, o);
   o.replay->add_option("--by", o.requested_by,
                        "who asks, recorded on each row (default cli:$USER)");
-  o.purge = cmd->add_subcommand("purge", "delete dead letters (needs an id or a filter)");
+  o.purge = cmd->add_subcommand(
+      "purge", "delete dead-lettered broker messages for good (needs an id or a filter)");
   o.purge->add_option("id", o.id, "dead letter id");
   add_filters(o.purge, o);
 }
@@ -167,8 +175,8 @@ int run_connector_dlq(engine::Engine& engine, const ConnectorDlqOptions& o, bool
   DeadLetterStore store(engine.pool());
   if ((o.replay->parsed() || o.purge->parsed()) && filter_of(o).empty()) {
     err << fmt::format(
-        "error: connector-dlq {} needs an explicit filter: an id, or at least one of --binding, "
-        "--stream, --reason, --since, --until\n",
+        "error: connector-dead-letters {} needs an explicit filter: an id, or at least one of "
+        "--binding, --stream, --reason, --since, --until\n",
         o.replay->parsed() ? "replay" : "purge");
     return 2;
   }

@@ -1,6 +1,7 @@
-// `harvest connector-dlq list|show|replay|purge`: the connector dead letters
-// (poison broker messages) from the command line, reading like `harvest dlq`
-// and printing with `--json` the shapes the HTTP API answers.
+// `harvest connector-dead-letters list|show|replay|purge` (alias
+// `connector-dlq`): the connector dead letters (dead-lettered broker messages)
+// from the command line, reading like `harvest dead-letters` and printing with
+// `--json` the shapes the HTTP API answers.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,7 +13,7 @@
 
 namespace harvest::cli {
 
-// What the connector-dlq subcommands were given, bound by CLI11.
+// What the connector-dead-letters subcommands were given, bound by CLI11.
 struct ConnectorDlqOptions {
   std::string id, binding, stream, reason, since, until, requested_by;
   size_t limit = 100;
@@ -26,7 +27,8 @@ struct ConnectorDlqOptions {
   }
 };
 
-// Adds `connector-dlq` and its subcommands to `app`, binding into `o` (kept).
+// Adds `connector-dead-letters` (alias `connector-dlq`) and its subcommands to
+// `app`, binding into `o` (kept).
 void add_connector_dlq_commands(CLI::App& app, ConnectorDlqOptions& o);
 
 // Runs the parsed subcommand over the engine's first shard (which holds the

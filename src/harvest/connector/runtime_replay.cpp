@@ -1,5 +1,5 @@
 // ConnectorRuntime's side of connector dead-letter replay: rows an operator
-// marked (API, `harvest connector-dlq replay`) are picked up here, where
+// marked (API, `harvest connector-dead-letters replay`) are picked up here, where
 // the binding's mapper lives, and dispatched through the same map and
 // engine-commit path a broker message takes.
 #include <fmt/format.h>
