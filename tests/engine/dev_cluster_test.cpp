@@ -9,6 +9,7 @@
 #include <random>
 
 #include "support/private_cluster.hpp"
+#include "support/scoped_env.hpp"
 #include <harvest/engine/engine.hpp>
 #include <harvest/store/dev_cluster.hpp>
 #include <harvest/store/pg.hpp>
@@ -103,18 +104,11 @@ TEST(EngineOpen, an_unknown_profile_is_refused_naming_the_value_and_the_choices)
   }
   // Only the environment can spell a profile that does not exist; it is
   // refused before any database is reached.
-  const char* before = std::getenv("HARVEST_PROFILE");
-  const std::optional<std::string> saved =
-      before ? std::optional<std::string>(before) : std::nullopt;
-  ::setenv("HARVEST_PROFILE", "production", 1);
+  testing::ScopedEnv env;
+  env.set("HARVEST_PROFILE", "production");
   engine::EngineConfig config;
   config.database_url = "postgresql://nobody@127.0.0.1:1/none";
   auto e = engine::Engine::open(config, {});
-  if (saved) {
-    ::setenv("HARVEST_PROFILE", saved->c_str(), 1);
-  } else {
-    ::unsetenv("HARVEST_PROFILE");
-  }
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().kind, ErrorKind::kConfig);
   EXPECT_EQ(e.error().message,

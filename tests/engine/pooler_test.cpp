@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "support/pg_fixture.hpp"
+#include "support/scoped_env.hpp"
 #include <harvest/common/ids.hpp>
 #include <harvest/engine/worker.hpp>
 #include <harvest/plugin/migrations.hpp>
@@ -63,18 +64,13 @@ TEST_F(PoolerTest, an_unknown_pooler_mode_is_refused_naming_the_setting) {
     EXPECT_EQ(*parsed, p);
   }
   // Only the environment can spell a mode that does not exist.
-  const char* before = std::getenv("HARVEST_DATABASE_POOLER");
-  const std::optional<std::string> saved =
-      before ? std::optional<std::string>(before) : std::nullopt;
-  ::setenv("HARVEST_DATABASE_POOLER", "session-ish", 1);
   EngineConfig config = pooled_config();
   config.pooler.reset();
-  auto e = Engine::open(config, registry());
-  if (saved) {
-    ::setenv("HARVEST_DATABASE_POOLER", saved->c_str(), 1);
-  } else {
-    ::unsetenv("HARVEST_DATABASE_POOLER");
-  }
+  auto e = [&] {
+    testing::ScopedEnv env;
+    env.set("HARVEST_DATABASE_POOLER", "session-ish");
+    return Engine::open(config, registry());
+  }();
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().kind, ErrorKind::kConfig);
   EXPECT_EQ(e.error().message,

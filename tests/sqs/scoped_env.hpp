@@ -1,9 +1,8 @@
-// Test support: scoped changes to the process environment.
+// Test support: an environment for the AWS credential chain.
 //
 // The AWS configuration is read from the environment at call time, so unit
 // tests change it — and must put it back, or a later test (or the developer's
-// own AWS setup) leaks in. `ScopedEnv` snapshots every variable it touches and
-// restores them on destruction. `IsolatedAwsEnv` also blanks every variable
+// own AWS setup) leaks in (ScopedEnv, in support/). `IsolatedAwsEnv` blanks every variable
 // the credential chain reads, points HOME and the profile files into a fresh
 // temporary directory and disables instance metadata, so a test sees only
 // what it sets itself.
@@ -12,44 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <optional>
 #include <random>
 #include <string>
 
+#include "support/scoped_env.hpp"
+
 namespace harvest::sqs::testing {
 
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    for (const auto& [name, value] : saved_) {
-      if (value)
-        ::setenv(name.c_str(), value->c_str(), 1);
-      else
-        ::unsetenv(name.c_str());
-    }
-  }
-
-  void set(const std::string& name, const std::string& value) {
-    save(name);
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  void unset(const std::string& name) {
-    save(name);
-    ::unsetenv(name.c_str());
-  }
-
- private:
-  void save(const std::string& name) {
-    if (saved_.contains(name)) return;
-    const char* v = std::getenv(name.c_str());
-    saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
-  }
-  std::map<std::string, std::optional<std::string>> saved_;
-};
+using ScopedEnv = harvest::testing::ScopedEnv;
 
 class IsolatedAwsEnv : public ScopedEnv {
  public:

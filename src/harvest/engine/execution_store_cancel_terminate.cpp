@@ -35,6 +35,25 @@ long long add_counts(const store::PgResult& rows, std::map<std::string, long lon
   return chunk;
 }
 
+// Runs `change` (parameters: the filter's workflow and status, reason, by,
+// chunk size) chunk by chunk, each with `follow_up` in the same implicit
+// transaction, until a chunk changes fewer than kBulkChunk runs; returns the
+// runs changed per workflow.
+Result<std::map<std::string, long long>> in_chunks(store::Connection& conn, std::string_view change,
+                                                   std::string_view follow_up,
+                                                   const StopFilter& filter,
+                                                   const std::string& reason,
+                                                   const std::string& by) {
+  std::map<std::string, long long> total;
+  for (;;) {
+    auto r = conn.exec_pipeline(
+        {{change, {filter.workflow, filter.status, reason, by, std::to_string(kBulkChunk)}},
+         {follow_up, {}}});
+    if (!r) return fail(r.error());
+    if (add_counts(r->front(), total) < kBulkChunk) return total;
+  }
+}
+
 }  // namespace
 
 Result<std::optional<ExecutionStore::StopResult>> ExecutionStore::request_cancel(
@@ -61,29 +80,15 @@ Result<long long> ExecutionStore::count_open(const StopFilter& filter) {
 
 Result<std::map<std::string, long long>> ExecutionStore::request_cancel_where(
     const StopFilter& filter, const std::string& reason, const std::string& by) {
-  std::map<std::string, long long> total;
-  for (;;) {
-    auto r = conn_.exec_pipeline(
-        {{sql::cancel_terminate::request_cancel_where,
-          {filter.workflow, filter.status, reason, by, std::to_string(kBulkChunk)}},
-         {sql::work::notify, {}}});
-    if (!r) return fail(r.error());
-    if (add_counts(r->front(), total) < kBulkChunk) return total;
-  }
+  return in_chunks(conn_, sql::cancel_terminate::request_cancel_where, sql::work::notify, filter,
+                   reason, by);
 }
 
 Result<std::map<std::string, long long>> ExecutionStore::terminate_where(const StopFilter& filter,
                                                                          const std::string& reason,
                                                                          const std::string& by) {
-  std::map<std::string, long long> total;
-  for (;;) {
-    auto r = conn_.exec_pipeline(
-        {{sql::cancel_terminate::terminate_where,
-          {filter.workflow, filter.status, reason, by, std::to_string(kBulkChunk)}},
-         {sql::cancel_terminate::drop_closed_leases, {}}});
-    if (!r) return fail(r.error());
-    if (add_counts(r->front(), total) < kBulkChunk) return total;
-  }
+  return in_chunks(conn_, sql::cancel_terminate::terminate_where,
+                   sql::cancel_terminate::drop_closed_leases, filter, reason, by);
 }
 
 Result<std::string> ExecutionStore::cancel_reason(const std::string& execution_id) {
